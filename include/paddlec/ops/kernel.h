@@ -1,0 +1,117 @@
+// Kernels: the code that runs one op on one place for one dtype.
+//
+// A kernel object is created once per op instance when a plan is built (attributes decoded there,
+// expensive setup such as oneDNN primitives cached there) and then run every step. KernelContext
+// hands it the op's tensors, already resolved by the plan, indexed by slot constant: no string
+// lookups on the hot path. Output tensors arrive with their shape set and memory allocated.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "paddlec/core/error.h"
+#include "paddlec/ops/attrs.h"
+#include "paddlec/ops/slots.h"
+#include "paddlec/runtime/device_context.h"
+#include "paddlec/runtime/tensor.h"
+
+namespace paddlec::ops {
+
+using runtime::Tensor;
+
+class KernelContext {
+ public:
+  /// Tensors bound to one slot; an entry is nullptr when its argument is @EMPTY@.
+  using SlotTensors = std::span<Tensor* const>;
+
+  KernelContext(std::span<const SlotTensors> inputs, std::span<const SlotTensors> outputs,
+                runtime::DeviceContext* device)
+      : inputs_(inputs), outputs_(outputs), device_(device) {}
+
+  int NumIn(InSlot s) const { return s.index < static_cast<int>(inputs_.size()) ? static_cast<int>(inputs_[s.index].size()) : 0; }
+  int NumOut(OutSlot s) const { return s.index < static_cast<int>(outputs_.size()) ? static_cast<int>(outputs_[s.index].size()) : 0; }
+  /// Precondition: the slot has an i-th tensor (validated, non-dispensable, or checked with NumIn).
+  const Tensor& In(InSlot s, int i = 0) const { return *inputs_[s.index][i]; }
+  Tensor& Out(OutSlot s, int i = 0) const { return *outputs_[s.index][i]; }
+  /// nullptr when the slot is absent or the argument is @EMPTY@.
+  const Tensor* InOpt(InSlot s, int i = 0) const { return i < NumIn(s) ? inputs_[s.index][i] : nullptr; }
+  Tensor* OutOpt(OutSlot s, int i = 0) const { return i < NumOut(s) ? outputs_[s.index][i] : nullptr; }
+
+  runtime::DeviceContext& device() const { return *device_; }
+  template <class C>
+  C& device_as() const {
+    return static_cast<C&>(*device_);
+  }
+
+ private:
+  std::span<const SlotTensors> inputs_;
+  std::span<const SlotTensors> outputs_;
+  runtime::DeviceContext* device_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual Status Run(KernelContext& ctx) = 0;
+};
+
+/// What a kernel factory sees of its op instance.
+struct KernelInit {
+  const AttrReader& attrs;
+  /// A seed unique to this op instance, derived from the program's seed; random kernels use it when
+  /// their own `seed` attribute is 0, so a fixed program seed gives reproducible runs.
+  uint64_t seed;
+  runtime::DeviceContext* device;
+};
+
+using KernelFactory = std::function<StatusOr<std::unique_ptr<OpKernel>>(const KernelInit&)>;
+
+namespace internal {
+template <class Attrs>
+class FnKernel final : public OpKernel {
+ public:
+  using Fn = Status (*)(KernelContext&, const Attrs&);
+  FnKernel(Fn fn, Attrs attrs) : fn_(fn), attrs_(std::move(attrs)) {}
+  Status Run(KernelContext& ctx) override { return fn_(ctx, attrs_); }
+
+ private:
+  Fn fn_;
+  Attrs attrs_;
+};
+
+class PlainFnKernel final : public OpKernel {
+ public:
+  using Fn = Status (*)(KernelContext&);
+  explicit PlainFnKernel(Fn fn) : fn_(fn) {}
+  Status Run(KernelContext& ctx) override { return fn_(ctx); }
+
+ private:
+  Fn fn_;
+};
+}  // namespace internal
+
+/// A kernel from a function and an attribute struct with `static Attrs Decode(const AttrReader&)`.
+template <class Attrs>
+KernelFactory MakeKernel(Status (*fn)(KernelContext&, const Attrs&)) {
+  return [fn](const KernelInit& init) -> StatusOr<std::unique_ptr<OpKernel>> {
+    return std::unique_ptr<OpKernel>(new internal::FnKernel<Attrs>(fn, Attrs::Decode(init.attrs)));
+  };
+}
+
+/// A kernel from a function that needs no attributes.
+inline KernelFactory MakeKernel(Status (*fn)(KernelContext&)) {
+  return [fn](const KernelInit&) -> StatusOr<std::unique_ptr<OpKernel>> {
+    return std::unique_ptr<OpKernel>(new internal::PlainFnKernel(fn));
+  };
+}
+
+/// A kernel class K with a constructor K(const KernelInit&) and `Status Run(KernelContext&)`.
+template <class K>
+KernelFactory MakeKernelClass() {
+  return [](const KernelInit& init) -> StatusOr<std::unique_ptr<OpKernel>> {
+    return std::unique_ptr<OpKernel>(new K(init));
+  };
+}
+
+}  // namespace paddlec::ops

@@ -1,0 +1,91 @@
+// Memory for tensors: the Allocator interface and the caching CPU allocator.
+//
+// Training and inference repeat the same allocation sizes every step, and glibc's malloc returns
+// large blocks to the OS and page-faults them back in (up to 4x slower GEMMs here, see
+// shared/reference/machine.md). The caching allocator keeps freed blocks in size-binned free lists
+// so the steady state never reaches the system allocator. The CUDA allocator implements the same
+// interface in the CUDA backend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "paddlec/core/error.h"
+#include "paddlec/core/place.h"
+
+namespace paddlec::runtime {
+
+struct AllocatorStats {
+  uint64_t bytes_in_use = 0;
+  uint64_t peak_bytes_in_use = 0;
+  uint64_t bytes_cached = 0;       // freed blocks kept for reuse
+  uint64_t system_allocs = 0;      // calls that reached the system allocator
+  uint64_t allocs = 0;             // all Allocate calls
+};
+
+class Allocator : public std::enable_shared_from_this<Allocator> {
+ public:
+  virtual ~Allocator() = default;
+  virtual Place place() const = 0;
+  /// Returns a block of at least `bytes` bytes, 64-byte aligned; an error when memory runs out.
+  virtual StatusOr<void*> Allocate(size_t bytes) = 0;
+  /// Returns a block obtained from Allocate with the same `bytes`.
+  virtual void Free(void* ptr, size_t bytes) = 0;
+  virtual AllocatorStats stats() const = 0;
+  /// Gives every cached block back to the system.
+  virtual void ReleaseCache() {}
+};
+
+/// A block of memory owned by a tensor (shared between tensors that alias it).
+class Buffer {
+ public:
+  Buffer(std::shared_ptr<Allocator> alloc, void* data, size_t size)
+      : alloc_(std::move(alloc)), data_(data), size_(size) {}
+  ~Buffer() {
+    if (data_) alloc_->Free(data_, size_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  Place place() const { return alloc_->place(); }
+  Allocator& allocator() const { return *alloc_; }
+
+ private:
+  std::shared_ptr<Allocator> alloc_;
+  void* data_;
+  size_t size_;
+};
+
+/// Allocates a Buffer of `bytes` from `alloc`.
+StatusOr<std::shared_ptr<Buffer>> AllocateBuffer(Allocator& alloc, size_t bytes);
+
+/// The caching, 64-byte-aligned host allocator.
+class CpuCachingAllocator final : public Allocator {
+ public:
+  /// `max_cached_bytes` bounds the memory kept in free lists.
+  explicit CpuCachingAllocator(size_t max_cached_bytes = size_t{2} << 30);
+  ~CpuCachingAllocator() override;
+
+  Place place() const override { return Place::CPU(); }
+  StatusOr<void*> Allocate(size_t bytes) override;
+  void Free(void* ptr, size_t bytes) override;
+  AllocatorStats stats() const override;
+  void ReleaseCache() override;
+
+  /// The bin a request of `bytes` is rounded up to (exposed for tests).
+  static size_t BinSize(size_t bytes);
+
+ private:
+  mutable std::mutex mu_;
+  size_t max_cached_;
+  AllocatorStats stats_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+};
+
+}  // namespace paddlec::runtime

@@ -1,0 +1,56 @@
+// Scope: the named variables a program reads and writes, nested like blocks.
+//
+// Lookups walk outwards through parents, so a child scope (a step, a sub-block) sees the
+// parameters of the global scope while keeping its temporaries to itself.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "paddlec/runtime/tensor.h"
+
+namespace paddlec::runtime {
+
+/// A named slot in a scope. Today every variable holds a tensor.
+class Variable {
+ public:
+  Tensor& tensor() { return tensor_; }
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  Tensor tensor_;
+};
+
+class Scope {
+ public:
+  Scope() = default;
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+  /// The variable named `name` here or in an enclosing scope; nullptr if none.
+  Variable* Find(std::string_view name) const;
+  Variable* FindLocal(std::string_view name) const;
+  /// The local variable named `name`, created empty if missing.
+  Variable& Var(std::string_view name);
+  bool Erase(std::string_view name);
+  /// A new child scope owned by this one.
+  Scope& NewChild();
+  void DropChildren() { children_.clear(); }
+  Scope* parent() const { return parent_; }
+  /// Names of local variables, sorted.
+  std::vector<std::string> LocalNames() const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  Scope* parent_ = nullptr;
+  std::unordered_map<std::string, std::unique_ptr<Variable>, Hash, std::equal_to<>> vars_;
+  std::vector<std::unique_ptr<Scope>> children_;
+};
+
+}  // namespace paddlec::runtime

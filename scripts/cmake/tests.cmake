@@ -1,0 +1,36 @@
+# One doctest binary per layer, each one ctest entry (a process per test case would pay start-up
+# cost per case). Test sources sit next to the code they test: src/<layer>/**/*_test.cc.
+add_library(pc_test_main STATIC src/testing/doctest_main.cc)
+target_link_libraries(pc_test_main PUBLIC doctest::doctest pc_core)
+target_include_directories(pc_test_main PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src)
+target_compile_definitions(pc_test_main PUBLIC
+  PADDLEC_SOURCE_DIR="${CMAKE_CURRENT_SOURCE_DIR}" PADDLEC_BINARY_DIR="${CMAKE_BINARY_DIR}")
+
+file(GLOB PC_TESTING_SRCS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/testing/*.cc)
+list(REMOVE_ITEM PC_TESTING_SRCS ${CMAKE_CURRENT_SOURCE_DIR}/src/testing/doctest_main.cc)
+list(FILTER PC_TESTING_SRCS EXCLUDE REGEX "_test\\.cc$")
+add_library(pc_testing STATIC ${PC_TESTING_SRCS} src/testing/empty.cc)
+target_link_libraries(pc_testing PUBLIC pc_test_main pc_driver)
+
+function(pc_layer_test layer)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/${layer}/*_test.cc)
+  if(NOT srcs)
+    return()
+  endif()
+  add_executable(${layer}_test ${srcs})
+  target_include_directories(${layer}_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src/${layer})
+  target_link_libraries(${layer}_test PRIVATE pc_testing)
+  add_test(NAME ${layer}_test COMMAND ${layer}_test WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+  set_tests_properties(${layer}_test PROPERTIES LABELS "unit;${layer}")
+endfunction()
+
+foreach(layer core ir ops passes runtime io driver testing)
+  pc_layer_test(${layer})
+endforeach()
+
+# CLI transcripts: run the real binary on testdata/cli/*.test and compare stdout/stderr/exit code.
+add_test(NAME cli_test
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/scripts/run_cli_tests.py
+                 --paddlec $<TARGET_FILE:paddlec> --root ${CMAKE_CURRENT_SOURCE_DIR}
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(cli_test PROPERTIES LABELS "cli")

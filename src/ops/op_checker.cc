@@ -1,0 +1,404 @@
+// OpDesc validation against OpProtos and compile-time shape inference.
+#include "paddlec/ops/op_checker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+namespace paddlec::ops {
+namespace {
+
+using ir::pb::OpDesc;
+using ir::pb::OpProto;
+
+/// Levenshtein distance, for "did you mean" hints.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+template <class Names>
+std::string Closest(std::string_view word, const Names& names) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& n : names) {
+    size_t d = EditDistance(word, n);
+    if (d < best_d) {
+      best_d = d;
+      best = n;
+    }
+  }
+  return best;
+}
+
+std::string JoinSlotNames(const google::protobuf::RepeatedPtrField<OpProto::Var>& vars) {
+  std::string s;
+  for (const auto& v : vars) s += (s.empty() ? "" : ", ") + v.name();
+  return s.empty() ? "none" : s;
+}
+
+std::string FormatNumber(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<int64_t>(v));
+  return fmt::format("{}", v);
+}
+
+/// Numeric values of an attribute, for range checks.
+std::vector<double> NumericValues(const OpDesc::Attr& a) {
+  std::vector<double> v;
+  switch (a.type()) {
+    case ir::pb::INT: v.push_back(a.i()); break;
+    case ir::pb::LONG: v.push_back(static_cast<double>(a.l())); break;
+    case ir::pb::FLOAT: v.push_back(a.f()); break;
+    case ir::pb::FLOAT64: v.push_back(a.float64()); break;
+    case ir::pb::INTS: v.assign(a.ints().begin(), a.ints().end()); break;
+    case ir::pb::LONGS: for (int64_t x : a.longs()) v.push_back(static_cast<double>(x)); break;
+    case ir::pb::FLOATS: v.assign(a.floats().begin(), a.floats().end()); break;
+    case ir::pb::FLOAT64S: v.assign(a.float64s().begin(), a.float64s().end()); break;
+    default: break;
+  }
+  return v;
+}
+
+size_t ListSize(const OpDesc::Attr& a) {
+  switch (a.type()) {
+    case ir::pb::STRING: return a.s().size();
+    case ir::pb::INTS: return a.ints_size();
+    case ir::pb::LONGS: return a.longs_size();
+    case ir::pb::FLOATS: return a.floats_size();
+    case ir::pb::FLOAT64S: return a.float64s_size();
+    case ir::pb::STRINGS: return a.strings_size();
+    case ir::pb::BOOLEANS: return a.bools_size();
+    case ir::pb::BLOCKS: return a.blocks_idx_size();
+    default: return 1;
+  }
+}
+
+void CheckAttrValue(ir::Op op, int attr_index, const OpDesc::Attr& a, const OpProto::Attr& spec,
+                    std::vector<Error>& errors) {
+  auto err = [&](std::string msg) {
+    errors.push_back(Error(ErrorCode::kValidation, std::move(msg)).At(op.AttrLocation(attr_index)));
+  };
+  if (!AttrTypeCompatible(a.type(), spec.type())) {
+    err(fmt::format("attribute '{}' has type {}, expected {}", a.name(), ir::AttrTypeName(a.type()),
+                    ir::AttrTypeName(spec.type())));
+    return;
+  }
+  for (double v : NumericValues(a)) {
+    if (std::isnan(v) && (spec.has_min() || spec.has_max())) {
+      err(fmt::format("attribute '{}' is NaN", a.name()));
+      return;
+    }
+    if ((spec.has_min() && v < spec.min()) || (spec.has_max() && v > spec.max())) {
+      std::string range = spec.has_min() && spec.has_max()
+                              ? fmt::format("[{}, {}]", FormatNumber(spec.min()), FormatNumber(spec.max()))
+                          : spec.has_min() ? fmt::format(">= {}", FormatNumber(spec.min()))
+                                           : fmt::format("<= {}", FormatNumber(spec.max()));
+      err(fmt::format("attribute '{}' value {} is out of range: must be {}", a.name(), FormatNumber(v), range));
+      return;
+    }
+  }
+  if (spec.allowed_strings_size() > 0) {
+    std::vector<std::string> values;
+    if (a.type() == ir::pb::STRING) values.push_back(a.s());
+    if (a.type() == ir::pb::STRINGS) values.assign(a.strings().begin(), a.strings().end());
+    for (const auto& v : values) {
+      if (std::find(spec.allowed_strings().begin(), spec.allowed_strings().end(), v) ==
+          spec.allowed_strings().end()) {
+        std::string allowed;
+        for (const auto& s : spec.allowed_strings()) allowed += (allowed.empty() ? "'" : ", '") + s + "'";
+        err(fmt::format("attribute '{}' value '{}' is not allowed: expected one of {}", a.name(), v, allowed));
+        return;
+      }
+    }
+  }
+  if (spec.allowed_ints_size() > 0) {
+    for (double v : NumericValues(a)) {
+      if (std::find(spec.allowed_ints().begin(), spec.allowed_ints().end(), static_cast<int64_t>(v)) ==
+          spec.allowed_ints().end()) {
+        std::string allowed;
+        for (int64_t s : spec.allowed_ints()) allowed += (allowed.empty() ? "" : ", ") + std::to_string(s);
+        err(fmt::format("attribute '{}' value {} is not allowed: expected one of {}", a.name(), FormatNumber(v),
+                        allowed));
+        return;
+      }
+    }
+  }
+  if (spec.non_empty() && ListSize(a) == 0) err(fmt::format("attribute '{}' must not be empty", a.name()));
+}
+
+void CheckSubBlocks(ir::Op op, int attr_index, const OpDesc::Attr& a, std::vector<Error>& errors) {
+  int n = op.block().program().num_blocks();
+  std::vector<int> refs;
+  if (a.type() == ir::pb::BLOCK) refs.push_back(a.block_idx());
+  if (a.type() == ir::pb::BLOCKS) refs.assign(a.blocks_idx().begin(), a.blocks_idx().end());
+  for (int b : refs) {
+    if (b < 0 || b >= n) {
+      errors.push_back(MakeError(ErrorCode::kValidation,
+                                 "attribute '{}' refers to sub-block {}, but the program has {} block{}", a.name(),
+                                 b, n, n == 1 ? "" : "s")
+                           .At(op.AttrLocation(attr_index)));
+    } else if (b == op.block().idx()) {
+      errors.push_back(MakeError(ErrorCode::kValidation, "attribute '{}' refers to the op's own block {}",
+                                 a.name(), b)
+                           .At(op.AttrLocation(attr_index)));
+    }
+  }
+}
+
+void CheckSlots(ir::Op op, bool input, const OpInfo& info, const CheckOptions& options,
+                std::vector<Error>& errors) {
+  const auto& desc_slots = input ? op.desc().inputs() : op.desc().outputs();
+  const auto& proto_slots = input ? info.proto().inputs() : info.proto().outputs();
+  const char* kind = input ? "input" : "output";
+  std::unordered_set<std::string> seen;
+  for (int s = 0; s < desc_slots.size(); ++s) {
+    const auto& slot = desc_slots[s];
+    if (!seen.insert(slot.parameter()).second) {
+      errors.push_back(MakeError(ErrorCode::kValidation, "{} slot '{}' appears twice", kind, slot.parameter())
+                           .At(op.SlotLocation(input, s)));
+      continue;
+    }
+    const OpProto::Var* spec = nullptr;
+    for (const auto& p : proto_slots)
+      if (p.name() == slot.parameter()) spec = &p;
+    if (spec == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& p : proto_slots) names.push_back(p.name());
+      Error e = MakeError(ErrorCode::kValidation, "op '{}' has no {} slot '{}'", op.type(), kind, slot.parameter())
+                    .At(op.SlotLocation(input, s));
+      std::string hint = Closest(slot.parameter(), names);
+      e.Note(hint.empty() ? fmt::format("its {} slots are: {}", kind, JoinSlotNames(proto_slots))
+                          : fmt::format("did you mean '{}'?", hint));
+      errors.push_back(std::move(e));
+      continue;
+    }
+    if (!spec->duplicable() && slot.arguments_size() > 1) {
+      errors.push_back(MakeError(ErrorCode::kValidation, "{} slot '{}' takes one variable, got {}", kind,
+                                 slot.parameter(), slot.arguments_size())
+                           .At(op.SlotLocation(input, s)));
+    }
+    for (const auto& arg : slot.arguments()) {
+      if (arg == ir::kEmptyVarName) continue;
+      if (arg.empty()) {
+        errors.push_back(MakeError(ErrorCode::kValidation, "{} slot '{}' names an empty variable", kind,
+                                   slot.parameter())
+                             .At(op.SlotLocation(input, s)));
+        continue;
+      }
+      if (op.block().FindVar(arg) != nullptr) continue;
+      if (!input && options.fix) {
+        op.block().AddVar(arg);  // outputs may be declared implicitly; infer-shape fills them in
+        continue;
+      }
+      SourceLocation loc = op.SlotLocation(input, s);
+      loc.var = arg;
+      Error e = MakeError(ErrorCode::kValidation, "{} '{}' names undefined variable '{}'", kind, slot.parameter(), arg)
+                    .At(loc);
+      if (op.block().idx() > 0) e.Note("variables are looked up in this block and its enclosing blocks");
+      errors.push_back(std::move(e));
+    }
+  }
+  for (const auto& p : proto_slots) {
+    if (p.dispensable() || p.intermediate()) continue;
+    bool present = false;
+    for (const auto& slot : desc_slots)
+      if (slot.parameter() == p.name() && slot.arguments_size() > 0) present = true;
+    if (!present)
+      errors.push_back(MakeError(ErrorCode::kValidation, "missing {} '{}' ({})", kind, p.name(), p.comment())
+                           .At(op.Location()));
+  }
+}
+
+}  // namespace
+
+void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options, std::vector<Error>& errors) {
+  const OpInfo* info = registry.Find(op.type());
+  if (info == nullptr) {
+    std::vector<std::string> names;
+    for (const OpInfo* i : registry.All()) names.push_back(i->type());
+    Error e = op.type().empty() ? MakeError(ErrorCode::kValidation, "op has an empty type")
+                                : MakeError(ErrorCode::kValidation, "unknown op type '{}'", op.type());
+    e.At(op.Location());
+    std::string hint = Closest(op.type(), names);
+    if (!hint.empty()) e.Note(fmt::format("did you mean '{}'?", hint));
+    else e.Note("`paddlec dump-opprotos` lists the registered ops");
+    errors.push_back(std::move(e));
+    return;
+  }
+  CheckSlots(op, true, *info, options, errors);
+  CheckSlots(op, false, *info, options, errors);
+
+  std::unordered_set<std::string> seen;
+  const auto& attrs = op.desc().attrs();
+  for (int i = 0; i < attrs.size(); ++i) {
+    const OpDesc::Attr& a = attrs[i];
+    if (!seen.insert(a.name()).second) {
+      errors.push_back(MakeError(ErrorCode::kValidation, "attribute '{}' is set twice", a.name())
+                           .At(op.AttrLocation(i)));
+      continue;
+    }
+    const OpProto::Attr* spec = info->FindAttr(a.name());
+    if (spec == nullptr) spec = registry.FindCommonAttr(a.name());
+    if (spec == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& p : info->proto().attrs()) names.push_back(p.name());
+      Error e = MakeError(ErrorCode::kValidation, "unknown attribute '{}' for op '{}'", a.name(), op.type())
+                    .At(op.AttrLocation(i));
+      std::string hint = Closest(a.name(), names);
+      if (!hint.empty()) e.Note(fmt::format("did you mean '{}'?", hint));
+      else if (names.empty()) e.Note(fmt::format("op '{}' takes no attributes", op.type()));
+      errors.push_back(std::move(e));
+      continue;
+    }
+    if (a.type() == ir::pb::BLOCK || a.type() == ir::pb::BLOCKS) CheckSubBlocks(op, i, a, errors);
+    CheckAttrValue(op, i, a, *spec, errors);
+  }
+  for (const auto& spec : info->proto().attrs()) {
+    if (seen.count(spec.name())) continue;
+    if (!spec.has_default_value()) {
+      errors.push_back(MakeError(ErrorCode::kValidation, "missing required attribute '{}' ({}, {})", spec.name(),
+                                 ir::AttrTypeName(spec.type()), spec.comment())
+                           .At(op.Location()));
+    } else if (options.fix) {
+      *op.desc().add_attrs() = spec.default_value();
+    }
+  }
+}
+
+void CheckVars(ir::Block& block, std::vector<Error>& errors) {
+  const ir::SourceMap& src = block.program().source_map();
+  std::unordered_set<std::string> seen;
+  for (int i = 0; i < block.num_vars(); ++i) {
+    const auto& v = block.desc().vars(i);
+    SourceLocation loc = block.program().positions_valid() ? src.Var(block.idx(), i) : SourceLocation{.file = src.file()};
+    loc.block = block.idx();
+    loc.var = v.name();
+    if (v.name().empty()) {
+      errors.push_back(MakeError(ErrorCode::kValidation, "variable {} of block {} has an empty name", i, block.idx()).At(loc));
+      continue;
+    }
+    if (!seen.insert(v.name()).second) {
+      errors.push_back(MakeError(ErrorCode::kValidation, "variable '{}' is declared twice in block {}", v.name(),
+                                 block.idx())
+                           .At(loc));
+      continue;
+    }
+    const auto* t = ir::TensorDescOf(v);
+    if (t == nullptr) continue;
+    if (!DTypeFromProto(t->data_type()).ok()) {
+      errors.push_back(MakeError(ErrorCode::kValidation, "variable '{}' has data_type {}, which is not an element type",
+                                 v.name(), ir::pb::VarType::Type_Name(t->data_type()))
+                           .At(loc));
+      continue;
+    }
+    auto dims = ir::VarDims(v);
+    Status st = dims.ok() ? CheckDims(*dims) : dims.status();
+    if (!st.ok())
+      errors.push_back(MakeError(ErrorCode::kValidation, "variable '{}': {}", v.name(), st.error().message()).At(loc));
+  }
+}
+
+Status ToStatus(std::vector<Error> errors) {
+  if (errors.empty()) return Status::OK();
+  Error first = std::move(errors.front());
+  for (size_t i = 1; i < errors.size(); ++i) first.Append(std::move(errors[i]));
+  return first;
+}
+
+// ---- Compile-time shape inference -----------------------------------------------------------
+
+namespace {
+
+class CompileTimeContext final : public InferShapeContext {
+ public:
+  CompileTimeContext(ir::Op op, const AttrReader& attrs) : InferShapeContext(attrs), op_(op) {}
+
+  std::string_view op_type() const override { return op_.type(); }
+  int NumInputs(InSlot s) const override { return op_.Input(s.name).size(); }
+  int NumOutputs(OutSlot s) const override { return op_.Output(s.name).size(); }
+  std::string_view InputName(InSlot s, int i) const override { return op_.Input(s.name)[i]; }
+  std::string_view OutputName(OutSlot s, int i) const override { return op_.Output(s.name)[i]; }
+
+  Dims InputDims(InSlot s, int i) const override {
+    const auto* v = FindIn(s, i);
+    if (v == nullptr) return Dims();
+    auto d = ir::VarDims(*v);
+    return d.ok() ? *d : Dims();
+  }
+  DType InputDType(InSlot s, int i) const override {
+    const auto* v = FindIn(s, i);
+    return v ? ir::VarDType(*v) : DType::kUndefined;
+  }
+  void SetOutput(OutSlot s, int i, const Dims& dims, DType dtype) override {
+    const auto& args = op_.Output(s.name);
+    if (i >= args.size() || args[i] == ir::kEmptyVarName) return;
+    pending_.push_back({args[i], dims, dtype});
+  }
+
+  struct Pending {
+    std::string var;
+    Dims dims;
+    DType dtype;
+  };
+  std::vector<Pending> pending_;
+
+ private:
+  const ir::pb::VarDesc* FindIn(InSlot s, int i) const {
+    const auto& args = op_.Input(s.name);
+    if (i >= args.size()) return nullptr;
+    return op_.block().FindVar(args[i]);
+  }
+  ir::Op op_;
+};
+
+/// Scalars are [] in newer PaddlePaddle and [1] in older files; treat them as the same shape.
+bool BothScalars(const Dims& a, const Dims& b) { return a.Numel() == 1 && b.Numel() == 1 && a.rank() <= 1 && b.rank() <= 1; }
+
+}  // namespace
+
+Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry) {
+  const OpInfo* info = registry.Find(op.type());
+  if (info == nullptr) return MakeError(ErrorCode::kValidation, "unknown op type '{}'", op.type()).At(op.Location());
+  if (info->infer_shape() == nullptr) return Status::OK();
+  AttrReader attrs(op.desc(), info);
+  CompileTimeContext ctx(op, attrs);
+  Status st = info->infer_shape()(ctx);
+  if (!st.ok()) {
+    Error e = std::move(st).TakeError();
+    if (e.location().op < 0) e.At(op.Location());
+    return e;
+  }
+  for (auto& p : ctx.pending_) {
+    ir::pb::VarDesc* v = op.block().FindVar(p.var);
+    if (v == nullptr) continue;
+    SourceLocation loc = op.Location();
+    loc.var = p.var;
+    if (Status c = CheckDims(p.dims); !c.ok())
+      return MakeError(ErrorCode::kShape, "output '{}' would have shape {}: {}", p.var, p.dims.ToString(),
+                       c.error().message())
+          .At(loc);
+    Dims merged = p.dims;
+    const auto* declared_t = ir::TensorDescOf(*v);
+    if (declared_t != nullptr && declared_t->dims_size() > 0) {
+      auto declared = ir::VarDims(*v);
+      if (declared.ok() && !BothScalars(*declared, p.dims)) {
+        if (!DimsMatch(*declared, p.dims))
+          return MakeError(ErrorCode::kShape, "output '{}' is declared with shape {} but the op produces {}", p.var,
+                           declared->ToString(), p.dims.ToString())
+              .At(loc);
+        for (int d = 0; d < merged.rank(); ++d) merged[d] = DimMerge(p.dims[d], (*declared)[d]);
+      }
+    }
+    ir::SetVarShape(v, merged, p.dtype);
+  }
+  return Status::OK();
+}
+
+}  // namespace paddlec::ops

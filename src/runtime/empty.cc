@@ -1,0 +1,1 @@
+// Anchors the library when a layer has no other sources yet.

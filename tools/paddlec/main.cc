@@ -1,0 +1,99 @@
+// paddlec: the command-line driver. Parses flags with CLI11 and calls paddlec::driver::Run<Command>;
+// everything else lives in the library so every command is testable in-process.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "paddlec/core/logging.h"
+#include "paddlec/driver/driver.h"
+
+namespace {
+
+using paddlec::Status;
+namespace driver = paddlec::driver;
+
+/// The subcommand that was chosen and the function that runs it.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<Status()> run;
+};
+
+Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
+  CLI::App* c = app.add_subcommand("compile", "Validate a program, infer its shapes, run passes, write the result");
+  c->add_option("input", o.input, "Program to compile (.pbtxt, .pb/.pdmodel, .json, or a compiled program)")
+      ->required();
+  c->add_option("-o,--output", o.output, "Write the CompiledProgram here ('-' for stdout)");
+  c->add_option("--format", o.output_format, "Output format: text, binary or json (default: from -o's extension)")
+      ->check(CLI::IsMember({"text", "binary", "json"}));
+  c->add_option("--input-format", o.input_format, "Input format when the extension does not tell")
+      ->check(CLI::IsMember({"text", "binary", "json"}));
+  c->add_flag("--print-shapes", o.print_shapes, "Print every variable's dtype and dims after compiling");
+  c->add_option("--passes", o.passes, "Pass pipeline, e.g. 'validate,infer-shape'")->capture_default_str();
+  c->add_option("--pipeline", o.pipeline_file, "Pass pipeline file (PassPipeline textproto), instead of --passes");
+  c->add_option("--print-ir-after", o.print_ir_after, "Print the IR to stderr after the named pass (or 'all')")
+      ->delimiter(',');
+  c->add_flag("--verify-each", o.verify_each, "Check the program against the op protos after every pass");
+  c->add_option("--stop-after", o.stop_after, "Run only the first N passes")->check(CLI::NonNegativeNumber);
+  c->add_flag("--time-passes", o.time_passes, "Print the time spent parsing, in each pass and writing");
+  return {c, [&o] { return driver::RunCompile(o, std::cout); }};
+}
+
+Command AddDumpOpProtos(CLI::App& app, driver::DumpOpProtosOptions& o) {
+  CLI::App* c = app.add_subcommand("dump-opprotos", "Print every registered OpProto with defaults and checks");
+  c->add_option("--format", o.format, "json, text or md (the generated operator reference)")
+      ->check(CLI::IsMember({"json", "text", "md"}))
+      ->capture_default_str();
+  c->add_option("--op", o.ops, "Only these ops (repeatable)");
+  return {c, [&o] { return driver::RunDumpOpProtos(o, std::cout); }};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"paddlec: a compiler and runtime for PaddlePaddle ProgramDescs"};
+  app.set_version_flag("--version", std::string("paddlec ") + PADDLEC_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  int verbosity = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbosity, "More logging on stderr (-v info, -vv debug)");
+  app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
+
+  driver::CompileOptions compile;
+  driver::DumpOpProtosOptions dump;
+  std::vector<Command> commands = {AddCompile(app, compile), AddDumpOpProtos(app, dump)};
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "note: run 'paddlec --help' or 'paddlec <command> --help' for usage\n";
+    return 2;
+  }
+  paddlec::InitLogging(quiet ? -1 : verbosity);
+
+  try {
+    for (const Command& c : commands) {
+      if (!c.app->parsed()) continue;
+      Status st = c.run();
+      if (!st.ok()) {
+        driver::PrintError(st.error(), std::cerr);
+        return 1;
+      }
+      return 0;
+    }
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
