@@ -3,11 +3,29 @@
 
 #include <omp.h>
 
+#include <cstring>
 #include <thread>
 
 #include "paddlec/runtime/onednn.h"
+#include "paddlec/runtime/tensor.h"
 
 namespace paddlec::runtime {
+
+Status DeviceContext::CopyFromHost(const Tensor& host, Tensor& device) {
+  device.Set(host.dtype(), host.dims());
+  PC_RETURN_IF_ERROR(device.Allocate(allocator()));
+  if (host.nbytes() > 0) std::memcpy(device.raw_data(), host.raw_data(), host.nbytes());
+  device.mutable_lod() = host.lod();
+  return Status::OK();
+}
+
+Status DeviceContext::CopyToHost(const Tensor& device, Tensor& host, Allocator& host_alloc) {
+  host.Set(device.dtype(), device.dims());
+  PC_RETURN_IF_ERROR(host.Allocate(host_alloc));
+  if (device.nbytes() > 0) std::memcpy(host.raw_data(), device.raw_data(), device.nbytes());
+  host.mutable_lod() = device.lod();
+  return Status::OK();
+}
 
 CpuContext::CpuContext(int num_threads) {
   allocator_ = std::make_shared<CpuCachingAllocator>();

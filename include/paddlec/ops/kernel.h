@@ -14,16 +14,18 @@
 #include "paddlec/ops/attrs.h"
 #include "paddlec/ops/slots.h"
 #include "paddlec/runtime/device_context.h"
+#include "paddlec/runtime/scope.h"
 #include "paddlec/runtime/tensor.h"
 
 namespace paddlec::ops {
 
 using runtime::Tensor;
+using runtime::Variable;
 
 class KernelContext {
  public:
-  /// Tensors bound to one slot; an entry is nullptr when its argument is @EMPTY@.
-  using SlotTensors = std::span<Tensor* const>;
+  /// Variables bound to one slot; an entry is nullptr when its argument is @EMPTY@.
+  using SlotTensors = std::span<Variable* const>;
 
   KernelContext(std::span<const SlotTensors> inputs, std::span<const SlotTensors> outputs,
                 runtime::DeviceContext* device)
@@ -32,11 +34,20 @@ class KernelContext {
   int NumIn(InSlot s) const { return s.index < static_cast<int>(inputs_.size()) ? static_cast<int>(inputs_[s.index].size()) : 0; }
   int NumOut(OutSlot s) const { return s.index < static_cast<int>(outputs_.size()) ? static_cast<int>(outputs_[s.index].size()) : 0; }
   /// Precondition: the slot has an i-th tensor (validated, non-dispensable, or checked with NumIn).
-  const Tensor& In(InSlot s, int i = 0) const { return *inputs_[s.index][i]; }
-  Tensor& Out(OutSlot s, int i = 0) const { return *outputs_[s.index][i]; }
+  const Tensor& In(InSlot s, int i = 0) const { return inputs_[s.index][i]->tensor(); }
+  Tensor& Out(OutSlot s, int i = 0) const { return outputs_[s.index][i]->tensor(); }
   /// nullptr when the slot is absent or the argument is @EMPTY@.
-  const Tensor* InOpt(InSlot s, int i = 0) const { return i < NumIn(s) ? inputs_[s.index][i] : nullptr; }
-  Tensor* OutOpt(OutSlot s, int i = 0) const { return i < NumOut(s) ? outputs_[s.index][i] : nullptr; }
+  const Tensor* InOpt(InSlot s, int i = 0) const {
+    Variable* v = i < NumIn(s) ? inputs_[s.index][i] : nullptr;
+    return v ? &v->tensor() : nullptr;
+  }
+  Tensor* OutOpt(OutSlot s, int i = 0) const {
+    Variable* v = i < NumOut(s) ? outputs_[s.index][i] : nullptr;
+    return v ? &v->tensor() : nullptr;
+  }
+  /// The variables themselves, for the few kernels that use tensor lists (feed, fetch).
+  Variable* InVar(InSlot s, int i = 0) const { return i < NumIn(s) ? inputs_[s.index][i] : nullptr; }
+  Variable* OutVar(OutSlot s, int i = 0) const { return i < NumOut(s) ? outputs_[s.index][i] : nullptr; }
 
   runtime::DeviceContext& device() const { return *device_; }
   template <class C>

@@ -16,6 +16,8 @@
 
 namespace paddlec::runtime {
 
+class Tensor;
+
 class DeviceContext {
  public:
   virtual ~DeviceContext() = default;
@@ -24,6 +26,10 @@ class DeviceContext {
   const std::shared_ptr<Allocator>& shared_allocator() const { return allocator_; }
   /// Waits for all work queued on this device.
   virtual Status Synchronize() { return Status::OK(); }
+  /// Copies a host tensor to this device (dims, dtype and data); on the CPU, a deep copy.
+  virtual Status CopyFromHost(const Tensor& host, Tensor& device);
+  /// Copies a tensor of this device to host memory allocated from `host_alloc`.
+  virtual Status CopyToHost(const Tensor& device, Tensor& host, Allocator& host_alloc);
 
  protected:
   std::shared_ptr<Allocator> allocator_;

@@ -14,14 +14,18 @@
 
 namespace paddlec::runtime {
 
-/// A named slot in a scope. Today every variable holds a tensor.
+/// A named slot in a scope: a tensor, or a list of tensors for PaddlePaddle's feed/fetch holders
+/// (FEED_MINIBATCH / FETCH_LIST variables, indexed by the feed and fetch ops' `col`).
 class Variable {
  public:
   Tensor& tensor() { return tensor_; }
   const Tensor& tensor() const { return tensor_; }
+  std::vector<Tensor>& list() { return list_; }
+  const std::vector<Tensor>& list() const { return list_; }
 
  private:
   Tensor tensor_;
+  std::vector<Tensor> list_;
 };
 
 class Scope {

@@ -1,0 +1,80 @@
+// Plan: a block lowered for execution on one device.
+//
+// Built once per (block, place, scope): every op's kernel is resolved and created (attributes
+// decoded, primitives cached) and every input/output variable bound, so Run() does no string
+// hashing, no registry lookups and no allocation while shapes stay the same. Shape inference runs
+// on the first step and again only when an external input (a feed, a parameter) changes shape,
+// which is how a variable batch size works. A plan may cover a contiguous range of the block's ops
+// ([begin, end): the partial network run), reading and writing the same scope as other plans.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "paddlec/core/error.h"
+#include "paddlec/ir/program.h"
+#include "paddlec/ops/kernel.h"
+#include "paddlec/runtime/device_context.h"
+#include "paddlec/runtime/scope.h"
+
+namespace paddlec::ops {
+class OpRegistry;
+class OpInfo;
+}  // namespace paddlec::ops
+
+namespace paddlec::runtime {
+
+struct PlanOptions {
+  int op_begin = 0;
+  int op_end = -1;  // -1 = to the end of the block
+  /// The program's random seed; each random op derives its own from it and its index.
+  uint64_t seed = 0;
+  bool profile = false;
+};
+
+struct OpTypeProfile {
+  std::string type;
+  int64_t calls = 0;
+  double total_ms = 0;
+};
+
+class Plan {
+ public:
+  static StatusOr<std::unique_ptr<Plan>> Build(ir::Block& block, Scope& scope, DeviceContext& device,
+                                               const ops::OpRegistry& registry, const PlanOptions& options = {});
+  ~Plan();
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  /// Runs the ops once.
+  Status Run();
+
+  int num_steps() const { return static_cast<int>(steps_.size()); }
+  /// How many times shapes were inferred (1 + one per external shape change); for tests.
+  int64_t shape_inferences() const { return shape_inferences_; }
+  void set_profiling(bool on) { profile_ = on; }
+  /// Per-op-type call counts and times over every profiled Run, by descending time.
+  std::vector<OpTypeProfile> ProfileByType() const;
+  /// Total time of profiled Runs.
+  double profiled_ms() const { return profiled_ms_; }
+
+ private:
+  struct Step;
+  Plan() = default;
+  Status Prepare();
+  bool ExternalShapesChanged() const;
+  Error StepError(const Step& step, Error e) const;
+
+  ir::Block* block_ = nullptr;
+  DeviceContext* device_ = nullptr;
+  std::vector<std::unique_ptr<Step>> steps_;
+  std::vector<std::pair<Variable*, Dims>> externals_;
+  bool prepared_ = false;
+  bool profile_ = false;
+  int64_t shape_inferences_ = 0;
+  double profiled_ms_ = 0;
+};
+
+}  // namespace paddlec::runtime

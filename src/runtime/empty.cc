@@ -1,1 +1,0 @@
-// Anchors the library when a layer has no other sources yet.

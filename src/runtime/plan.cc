@@ -1,0 +1,315 @@
+// Lowering a block to steps with resolved kernels and variables, and running them.
+#include "paddlec/runtime/plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <unordered_set>
+
+#include "paddlec/ops/op_registry.h"
+
+namespace paddlec::runtime {
+
+using ops::KernelContext;
+
+struct Plan::Step {
+  int op_index = 0;
+  const ops::OpInfo* info = nullptr;
+  const ir::pb::OpDesc* desc = nullptr;
+  std::unique_ptr<ops::AttrReader> attrs;
+  std::unique_ptr<ops::OpKernel> kernel;
+  std::vector<Variable*> vars;  // every bound variable, inputs first; slot spans point in here
+  std::vector<KernelContext::SlotTensors> in_slots, out_slots;
+  std::unique_ptr<KernelContext> ctx;
+  std::vector<int> inplace_outputs;  // positions in `vars` of outputs that are also inputs
+  int64_t calls = 0;
+  double total_ms = 0;
+};
+
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+const ir::pb::OpDesc::Var* FindSlot(const google::protobuf::RepeatedPtrField<ir::pb::OpDesc::Var>& slots,
+                                    const std::string& name) {
+  for (const auto& s : slots)
+    if (s.parameter() == name) return &s;
+  return nullptr;
+}
+
+/// The dtype that picks the op's kernel, from the compile-time variable declarations.
+DType KernelDType(const ops::OpInfo& info, const ir::pb::OpDesc& op, const ir::Block& block,
+                  const ops::AttrReader& attrs) {
+  const ops::KernelDTypeRule& rule = info.kernel_dtype_rule();
+  auto var_dtype = [&](int slot) -> DType {
+    const auto* s = FindSlot(op.inputs(), info.proto().inputs(slot).name());
+    if (s == nullptr) return DType::kUndefined;
+    for (const auto& a : s->arguments()) {
+      const auto* v = block.FindVar(a);
+      if (v != nullptr && ir::IsTensorVar(*v)) return ir::VarDType(*v);
+    }
+    return DType::kUndefined;
+  };
+  switch (rule.kind) {
+    case ops::KernelDTypeRule::kFixed: return rule.fixed;
+    case ops::KernelDTypeRule::kInput: return var_dtype(rule.slot);
+    case ops::KernelDTypeRule::kAttr: {
+      auto d = DTypeFromProto(attrs.Get<int>(rule.attr));
+      return d.ok() ? *d : DType::kUndefined;
+    }
+    case ops::KernelDTypeRule::kFirstInput:
+      for (int i = 0; i < info.num_inputs(); ++i)
+        if (DType d = var_dtype(i); d != DType::kUndefined) return d;
+      if (attrs.Has("dtype")) {
+        auto d = DTypeFromProto(attrs.Get<int>("dtype"));
+        if (d.ok()) return *d;
+      }
+      return DType::kFloat32;
+  }
+  return DType::kFloat32;
+}
+
+/// Shape inference on live tensors.
+class RuntimeShapeContext final : public ops::InferShapeContext {
+ public:
+  RuntimeShapeContext(const ops::AttrReader& attrs, const ir::pb::OpDesc& desc,
+                      std::span<const KernelContext::SlotTensors> ins, std::span<const KernelContext::SlotTensors> outs)
+      : InferShapeContext(attrs), desc_(desc), ins_(ins), outs_(outs) {}
+
+  std::string_view op_type() const override { return desc_.type(); }
+  int NumInputs(ops::InSlot s) const override {
+    return s.index < static_cast<int>(ins_.size()) ? static_cast<int>(ins_[s.index].size()) : 0;
+  }
+  int NumOutputs(ops::OutSlot s) const override {
+    return s.index < static_cast<int>(outs_.size()) ? static_cast<int>(outs_[s.index].size()) : 0;
+  }
+  Dims InputDims(ops::InSlot s, int i) const override {
+    Variable* v = In(s, i);
+    return v ? v->tensor().dims() : Dims();
+  }
+  DType InputDType(ops::InSlot s, int i) const override {
+    Variable* v = In(s, i);
+    return v ? v->tensor().dtype() : DType::kUndefined;
+  }
+  std::string_view InputName(ops::InSlot s, int i) const override { return Name(desc_.inputs(), s.name, i); }
+  std::string_view OutputName(ops::OutSlot s, int i) const override { return Name(desc_.outputs(), s.name, i); }
+  void SetOutput(ops::OutSlot s, int i, const Dims& dims, DType dtype) override {
+    if (i >= NumOutputs(s)) return;
+    Variable* v = outs_[s.index][i];
+    if (v != nullptr) v->tensor().Set(dtype, dims);
+  }
+
+ private:
+  Variable* In(ops::InSlot s, int i) const { return i < NumInputs(s) ? ins_[s.index][i] : nullptr; }
+  static std::string_view Name(const google::protobuf::RepeatedPtrField<ir::pb::OpDesc::Var>& slots,
+                               std::string_view slot, int i) {
+    for (const auto& s : slots)
+      if (s.parameter() == slot && i < s.arguments_size()) return s.arguments(i);
+    return "";
+  }
+  const ir::pb::OpDesc& desc_;
+  std::span<const KernelContext::SlotTensors> ins_, outs_;
+};
+
+bool HasValue(const Variable& v) { return v.tensor().initialized() || !v.list().empty(); }
+
+}  // namespace
+
+Plan::~Plan() = default;
+
+StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, DeviceContext& device,
+                                            const ops::OpRegistry& registry, const PlanOptions& options) {
+  int n = block.num_ops();
+  int begin = options.op_begin, end = options.op_end < 0 ? n : options.op_end;
+  if (begin < 0 || begin > end || end > n)
+    return MakeError(ErrorCode::kInvalidArgument, "op range [{}, {}) is outside block {} which has {} ops", begin,
+                     end, block.idx(), n);
+  std::unique_ptr<Plan> plan(new Plan());
+  plan->block_ = &block;
+  plan->device_ = &device;
+  plan->profile_ = options.profile;
+
+  for (int i = begin; i < end; ++i) {
+    ir::Op op = block.op(i);
+    const ops::OpInfo* info = registry.Find(op.type());
+    if (info == nullptr)
+      return MakeError(ErrorCode::kValidation, "unknown op type '{}'", op.type()).At(op.Location());
+    auto step = std::make_unique<Step>();
+    step->op_index = i;
+    step->info = info;
+    step->desc = &op.desc();
+    step->attrs = std::make_unique<ops::AttrReader>(op.desc(), info);
+
+    // Bind variables slot by slot in proto order, so slot constants index them directly.
+    std::vector<std::pair<int, int>> in_ranges, out_ranges;  // (offset, count) into vars
+    // Variables resolve through parent scopes first: parameters live in the outer scope.
+    auto resolve = [&](const std::string& name) -> Variable* {
+      if (Variable* v = scope.Find(name)) return v;
+      return &scope.Var(name);
+    };
+    for (const auto& ps : info->proto().inputs()) {
+      const auto* s = FindSlot(op.desc().inputs(), ps.name());
+      int offset = static_cast<int>(step->vars.size()), count = s ? s->arguments_size() : 0;
+      for (int k = 0; k < count; ++k)
+        step->vars.push_back(s->arguments(k) == ir::kEmptyVarName ? nullptr : resolve(s->arguments(k)));
+      in_ranges.emplace_back(offset, count);
+    }
+    int first_output = static_cast<int>(step->vars.size());
+    for (const auto& ps : info->proto().outputs()) {
+      const auto* s = FindSlot(op.desc().outputs(), ps.name());
+      int offset = static_cast<int>(step->vars.size()), count = s ? s->arguments_size() : 0;
+      for (int k = 0; k < count; ++k)
+        step->vars.push_back(s->arguments(k) == ir::kEmptyVarName ? nullptr : resolve(s->arguments(k)));
+      out_ranges.emplace_back(offset, count);
+    }
+    for (int k = first_output; k < static_cast<int>(step->vars.size()); ++k)
+      if (step->vars[k] != nullptr &&
+          std::find(step->vars.begin(), step->vars.begin() + first_output, step->vars[k]) !=
+              step->vars.begin() + first_output)
+        step->inplace_outputs.push_back(k);
+    for (auto [off, cnt] : in_ranges) step->in_slots.emplace_back(step->vars.data() + off, cnt);
+    for (auto [off, cnt] : out_ranges) step->out_slots.emplace_back(step->vars.data() + off, cnt);
+    step->ctx = std::make_unique<KernelContext>(step->in_slots, step->out_slots, &device);
+
+    DType dtype = KernelDType(*info, op.desc(), block, *step->attrs);
+    DeviceType dev = device.place().type;
+    const ops::KernelFactory* factory = info->FindKernel(dev, dtype);
+    if (factory == nullptr) {
+      std::string have;
+      for (auto [d, t] : info->KernelKeys()) have += fmt::format("{}{}:{}", have.empty() ? "" : ", ", DeviceTypeName(d), DTypeName(t));
+      return MakeError(ErrorCode::kUnimplemented, "op '{}' has no {} kernel for {}", op.type(), DeviceTypeName(dev),
+                       DTypeName(dtype))
+          .At(op.Location())
+          .Note(have.empty() ? std::string("it has no kernels at all") : "kernels available: " + have);
+    }
+    uint64_t seed = SplitMix64(options.seed * 0x100000001B3ull + static_cast<uint64_t>(i) + 1);
+    ops::KernelInit init{*step->attrs, seed, &device};
+    auto kernel = (*factory)(init);
+    if (!kernel.ok()) {
+      Error e = std::move(kernel).status().TakeError();
+      if (e.location().op < 0) e.At(op.Location());
+      return e;
+    }
+    step->kernel = std::move(kernel).value();
+    plan->steps_.push_back(std::move(step));
+  }
+  return plan;
+}
+
+Error Plan::StepError(const Step& step, Error e) const {
+  if (e.location().op < 0) {
+    SourceLocation loc = block_->op(step.op_index).Location();
+    loc.var = e.location().var;
+    e.At(loc);
+  }
+  return e;
+}
+
+bool Plan::ExternalShapesChanged() const {
+  for (const auto& [v, dims] : externals_)
+    if (!(v->tensor().dims() == dims)) return true;
+  return false;
+}
+
+Status Plan::Prepare() {
+  ++shape_inferences_;
+  externals_.clear();
+  std::unordered_set<Variable*> produced;
+  std::unordered_set<Variable*> external_seen;
+  for (auto& sp : steps_) {
+    Step& s = *sp;
+    int first_output = 0;
+    for (const auto& slot : s.in_slots) first_output += static_cast<int>(slot.size());
+    // Every input must hold a value: fed, initialized by the startup program, or produced earlier.
+    for (int slot = 0; slot < static_cast<int>(s.in_slots.size()); ++slot) {
+      for (size_t k = 0; k < s.in_slots[slot].size(); ++k) {
+        Variable* v = s.in_slots[slot][k];
+        if (v == nullptr || produced.count(v)) continue;
+        if (external_seen.insert(v).second) externals_.emplace_back(v, v->tensor().dims());
+        if (!HasValue(*v)) {
+          const std::string& slot_name = s.info->proto().inputs(slot).name();
+          std::string var_name;
+          for (const auto& ds : s.desc->inputs())
+            if (ds.parameter() == slot_name && static_cast<int>(k) < ds.arguments_size()) var_name = ds.arguments(k);
+          bool dispensable = s.info->proto().inputs(slot).dispensable();
+          if (dispensable && !v->tensor().initialized()) continue;
+          Error e = MakeError(ErrorCode::kRuntime, "input '{}' reads variable '{}', which holds no value", slot_name,
+                              var_name);
+          e.mutable_location().var = var_name;
+          e.Note("feed it (--feed " + var_name + "=FILE.npy), initialize it in the startup program, or load it with --params");
+          return StepError(s, std::move(e));
+        }
+      }
+    }
+    if (s.info->infer_shape() != nullptr) {
+      RuntimeShapeContext ctx(*s.attrs, *s.desc, s.in_slots, s.out_slots);
+      Status st = s.info->infer_shape()(ctx);
+      if (!st.ok()) return StepError(s, std::move(st).TakeError());
+    }
+    for (int k = first_output; k < static_cast<int>(s.vars.size()); ++k) {
+      Variable* v = s.vars[k];
+      if (v == nullptr) continue;
+      // An op without a shape function (feed) leaves its outputs' shapes to the outside world:
+      // watch them like external inputs so a new batch size triggers re-inference.
+      if (s.info->infer_shape() == nullptr && external_seen.insert(v).second)
+        externals_.emplace_back(v, v->tensor().dims());
+      produced.insert(v);
+      Tensor& t = v->tensor();
+      if (!t.dims().IsFullyKnown()) {
+        // Outputs the op does not size (feed/fetch lists, outputs set by the kernel itself).
+        continue;
+      }
+      bool inplace = std::find(s.inplace_outputs.begin(), s.inplace_outputs.end(), k) != s.inplace_outputs.end();
+      if (inplace && t.initialized()) continue;
+      Status st = t.Allocate(device_->allocator());
+      if (!st.ok()) return StepError(s, std::move(st).TakeError());
+    }
+  }
+  prepared_ = true;
+  return Status::OK();
+}
+
+Status Plan::Run() {
+  if (!prepared_ || ExternalShapesChanged()) PC_RETURN_IF_ERROR(Prepare());
+  if (!profile_) {
+    for (auto& sp : steps_) {
+      Status st = sp->kernel->Run(*sp->ctx);
+      if (!st.ok()) [[unlikely]]
+        return StepError(*sp, std::move(st).TakeError());
+    }
+    return Status::OK();
+  }
+  auto run_start = std::chrono::steady_clock::now();
+  for (auto& sp : steps_) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = sp->kernel->Run(*sp->ctx);
+    if (st.ok()) st = device_->Synchronize();
+    auto t1 = std::chrono::steady_clock::now();
+    if (!st.ok()) return StepError(*sp, std::move(st).TakeError());
+    ++sp->calls;
+    sp->total_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+  }
+  profiled_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();
+  return Status::OK();
+}
+
+std::vector<OpTypeProfile> Plan::ProfileByType() const {
+  std::map<std::string, OpTypeProfile> by_type;
+  for (const auto& s : steps_) {
+    auto& p = by_type[s->desc->type()];
+    p.type = s->desc->type();
+    p.calls += s->calls;
+    p.total_ms += s->total_ms;
+  }
+  std::vector<OpTypeProfile> out;
+  for (auto& [k, v] : by_type) out.push_back(v);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+  return out;
+}
+
+}  // namespace paddlec::runtime
