@@ -1,4 +1,4 @@
-// Activation ops: relu, sigmoid, tanh, gelu, leaky_relu, softmax, log_softmax and their gradients.
+// Activation ops: relu, sigmoid, sqrt, tanh, gelu, leaky_relu, softmax, log_softmax and their gradients.
 //
 // Element-wise kernels are Eigen array expressions over chunks split across the CPU pool; the
 // softmax family works on [outer, axis, inner] views so any axis is handled without transposes.
@@ -86,6 +86,15 @@ Status TanhCpu(KernelContext& ctx) {
 template <class T>
 Status TanhGradCpu(KernelContext& ctx) {
   return GradMap<T>(ctx, [](const auto& out, const auto& d) { return d * (T(1) - out.square()); });
+}
+
+template <class T>
+Status SqrtCpu(KernelContext& ctx) {
+  return UnaryMap<T>(ctx, [](const auto& x) { return x.sqrt(); });
+}
+template <class T>
+Status SqrtGradCpu(KernelContext& ctx) {
+  return GradMap<T>(ctx, [](const auto& out, const auto& d) { return d * T(0.5) / out; });
 }
 
 // ---- gelu -----------------------------------------------------------------------------------
@@ -283,6 +292,8 @@ void RegisterActivationOps(OpRegistry& r) {
                             ReluGradCpu<float>, ReluGradCpu<double>);
   RegisterOutGradActivation(r, "sigmoid", "Logistic sigmoid: Out = 1 / (1 + exp(-X)).", SigmoidCpu<float>,
                             SigmoidCpu<double>, SigmoidGradCpu<float>, SigmoidGradCpu<double>);
+  RegisterOutGradActivation(r, "sqrt", "Square root: Out = sqrt(X).", SqrtCpu<float>, SqrtCpu<double>,
+                            SqrtGradCpu<float>, SqrtGradCpu<double>);
   RegisterOutGradActivation(r, "tanh", "Hyperbolic tangent: Out = tanh(X).", TanhCpu<float>, TanhCpu<double>,
                             TanhGradCpu<float>, TanhGradCpu<double>);
 

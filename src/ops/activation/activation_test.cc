@@ -25,12 +25,13 @@ TEST_CASE("relu, sigmoid, tanh match closed forms on odd sizes") {
   };
   const Case cases[] = {{"relu", [](double x) { return x > 0 ? x : 0.0; }},
                         {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }},
-                        {"tanh", [](double x) { return std::tanh(x); }}};
+                        {"tanh", [](double x) { return std::tanh(x); }},
+                        {"sqrt", [](double x) { return std::sqrt(std::fabs(x)); }}};
   for (const Case& c : cases)
     for (const Dims& d : kShapes) {
       CAPTURE(c.op);
       CAPTURE(d.ToString());
-      Tensor x = RandomTensor(DType::kFloat32, d, 1, -3, 3);
+      Tensor x = RandomTensor(DType::kFloat32, d, 1, std::string(c.op) == "sqrt" ? 0 : -3, 3);
       OpTest t(c.op);
       t.Input("X", x).Output("Out");
       REQUIRE_OK(t.Run());
@@ -124,12 +125,13 @@ TEST_CASE("softmax rejects an out-of-range axis at compile time") {
 
 // Gradient checks run in float64 (every activation has f64 kernels); tolerance 1e-6 relative.
 TEST_CASE("activation gradients match central differences") {
-  for (const char* op : {"relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_softmax"}) {
+  for (const char* op : {"relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_softmax", "sqrt"}) {
     CAPTURE(op);
+    bool positive = std::string(op) == "sqrt";
     // Keep relu-like inputs away from the kink at 0, where the derivative is undefined.
     Tensor x = RandomTensor(DType::kFloat32, {3, 5}, 7, 0.1, 2);
     std::vector<float> v = ToVector<float>(x);
-    for (size_t i = 0; i < v.size(); i += 2) v[i] = -v[i];
+    for (size_t i = 0; i < v.size() && !positive; i += 2) v[i] = -v[i];
     OpTest t(op);
     t.Input("X", MakeTensor<float>({3, 5}, v)).Output("Out");
     t.CheckGrad({.inputs = {"X"}, .eps = 1e-6, .tol = {1e-7, 1e-6}});
