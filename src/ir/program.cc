@@ -171,7 +171,9 @@ pb::VarDesc* Block::AddVar(std::string_view name) {
   if (pb::VarDesc* v = FindLocalVar(name)) return v;
   pb::VarDesc* v = desc().add_vars();
   v->set_name(std::string(name));
+  // A tensor whose dims and dtype shape inference will fill in (data_type is a required field).
   v->mutable_type()->set_type(pb::VarType::LOD_TENSOR);
+  v->mutable_type()->mutable_lod_tensor()->mutable_tensor()->set_data_type(pb::VarType::FP32);
   var_index_.emplace(std::string(name), desc().vars_size() - 1);
   return v;
 }

@@ -25,6 +25,7 @@ class TextErrors : public google::protobuf::io::ErrorCollector {
       line_ = line;
       column_ = column;
       message_ = message;
+      if (message_.ends_with("got: ")) message_ += "end of input";
       has_error_ = true;
     }
   }
@@ -123,10 +124,12 @@ Status ParseJson(std::string_view bytes, Message* m, const std::string& file) {
   opts.ignore_unknown_fields = false;
   auto st = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(bytes.data(), bytes.size()), m, opts);
-  if (!st.ok())
-    return MakeError(ErrorCode::kParse, "invalid JSON {}: {}", m->GetDescriptor()->name(),
-                     std::string(st.message()))
-        .At({.file = file});
+  if (!st.ok()) {
+    // protobuf appends a multi-line excerpt with a caret; keep the one-line reason.
+    std::string why(st.message());
+    why = why.substr(0, why.find('\n'));
+    return MakeError(ErrorCode::kParse, "invalid JSON {}: {}", m->GetDescriptor()->name(), why).At({.file = file});
+  }
   if (!m->IsInitialized()) return MissingFieldsError(*m, nullptr, file);
   return Status::OK();
 }

@@ -285,9 +285,7 @@ void CheckVars(ir::Block& block, std::vector<Error>& errors) {
       continue;
     }
     if (!seen.insert(v.name()).second) {
-      errors.push_back(MakeError(ErrorCode::kValidation, "variable '{}' is declared twice in block {}", v.name(),
-                                 block.idx())
-                           .At(loc));
+      errors.push_back(MakeError(ErrorCode::kValidation, "variable '{}' is declared twice", v.name()).At(loc));
       continue;
     }
     const auto* t = ir::TensorDescOf(v);

@@ -11,7 +11,9 @@ StatusOr<std::shared_ptr<Buffer>> AllocateBuffer(Allocator& alloc, size_t bytes)
   return std::make_shared<Buffer>(alloc.shared_from_this(), p, bytes);
 }
 
-CpuCachingAllocator::CpuCachingAllocator(size_t max_cached_bytes) : max_cached_(max_cached_bytes) {}
+std::shared_ptr<CpuCachingAllocator> CpuCachingAllocator::Create(size_t max_cached_bytes) {
+  return std::shared_ptr<CpuCachingAllocator>(new CpuCachingAllocator(max_cached_bytes));
+}
 
 CpuCachingAllocator::~CpuCachingAllocator() { ReleaseCache(); }
 

@@ -28,7 +28,7 @@ Status DeviceContext::CopyToHost(const Tensor& device, Tensor& host, Allocator& 
 }
 
 CpuContext::CpuContext(int num_threads) {
-  allocator_ = std::make_shared<CpuCachingAllocator>();
+  allocator_ = CpuCachingAllocator::Create();
   num_threads_ = num_threads > 0 ? num_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   omp_set_num_threads(num_threads_);
 }

@@ -16,7 +16,7 @@ namespace paddlec::testing {
 namespace pb = ::paddle::framework::proto;
 
 runtime::Allocator& HostAllocator() {
-  static std::shared_ptr<runtime::Allocator> alloc = std::make_shared<runtime::CpuCachingAllocator>();
+  static std::shared_ptr<runtime::Allocator> alloc = runtime::CpuCachingAllocator::Create();
   return *alloc;
 }
 

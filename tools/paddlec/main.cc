@@ -38,6 +38,25 @@ Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
   return {c, [&o] { return driver::RunCompile(o, std::cout); }};
 }
 
+Command AddRun(CLI::App& app, driver::RunOptions& o) {
+  CLI::App* c = app.add_subcommand("run", "Run a program on .npy inputs and write or print the fetched tensors");
+  c->add_option("program", o.program, "Program (.pbtxt, .pb/.pdmodel, .json, or from `paddlec compile`)")->required();
+  c->add_option("--device", o.device, "cpu, gpu or gpu:N")->capture_default_str();
+  c->add_option("--feed", o.feeds, "NAME=FILE.npy (repeatable): an input of the program");
+  c->add_option("--fetch", o.fetches, "Variable to fetch (repeatable; default: the program's outputs)");
+  c->add_option("--out", o.out_dir, "Write each fetched variable as DIR/NAME.npy instead of printing it");
+  c->add_option("--params", o.params, "Load parameters from this file (PaddlePaddle combined format)");
+  c->add_option("--save-params", o.save_params, "Write the parameters to this file after the run");
+  c->add_option("--op-range", o.op_range, "Run only main-program ops [FROM, TO), e.g. 0:5");
+  c->add_option("--steps", o.steps, "Run the program this many times (timing)")->capture_default_str();
+  c->add_flag("--profile", o.profile, "Print time per op type");
+  c->add_option("--seed", o.seed, "Program random seed (random ops with seed 0 derive theirs from it)");
+  c->add_option("--threads", o.threads, "CPU threads (default: one per core)");
+  c->add_option("--input-format", o.input_format, "Program format when the extension does not tell")
+      ->check(CLI::IsMember({"text", "binary", "json"}));
+  return {c, [&o] { return driver::RunRun(o, std::cout); }};
+}
+
 Command AddDumpOpProtos(CLI::App& app, driver::DumpOpProtosOptions& o) {
   CLI::App* c = app.add_subcommand("dump-opprotos", "Print every registered OpProto with defaults and checks");
   c->add_option("--format", o.format, "json, text or md (the generated operator reference)")
@@ -60,8 +79,27 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
 
   driver::CompileOptions compile;
+  driver::RunOptions run;
   driver::DumpOpProtosOptions dump;
-  std::vector<Command> commands = {AddCompile(app, compile), AddDumpOpProtos(app, dump)};
+  std::vector<Command> commands = {AddCompile(app, compile), AddRun(app, run), AddDumpOpProtos(app, dump)};
+
+  // CLI11 reports a mistyped command as "A subcommand is required"; say what went wrong instead.
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg.starts_with("-")) continue;
+    bool known = false;
+    std::string names;
+    for (const Command& c : commands) {
+      known |= c.app->get_name() == arg;
+      names += (names.empty() ? "" : ", ") + c.app->get_name();
+    }
+    if (!known) {
+      std::cerr << "error: unknown command '" << arg << "'\n";
+      std::cerr << "note: commands are: " << names << "\n";
+      return 2;
+    }
+    break;
+  }
 
   try {
     app.parse(argc, argv);

@@ -18,7 +18,7 @@ namespace paddlec::driver {
 void PrintError(const Error& e, std::ostream& err);
 
 /// The default compile pipeline for inference programs.
-inline constexpr const char* kDefaultPipeline = "validate,infer-shape";
+inline constexpr const char* kDefaultPipeline = "validate,infer-shape,init-params";
 
 struct CompileOptions {
   std::string input;
@@ -41,6 +41,25 @@ struct DumpOpProtosOptions {
   std::string format = "json";  // json | text | md
   std::vector<std::string> ops;  // empty = all
 };
+
+struct RunOptions {
+  std::string program;
+  std::string input_format;
+  std::string device = "cpu";
+  std::vector<std::string> feeds;    // NAME=FILE.npy
+  std::vector<std::string> fetches;  // empty = the program's fetch targets
+  std::string out_dir;               // write NAME.npy per fetch here; "" = print to stdout
+  std::string params;                // load parameters from this file instead of the startup program
+  std::string save_params;           // write the parameters here after the run
+  std::string op_range;              // "FROM:TO" = run only main-program ops [FROM, TO)
+  int steps = 1;
+  bool profile = false;
+  uint64_t seed = 0;
+  int threads = 0;
+};
+
+/// `paddlec run`: initialize or load parameters, feed, run the main program, fetch.
+Status RunRun(const RunOptions& options, std::ostream& out);
 
 /// `paddlec dump-opprotos`: every registered OpProto with defaults and checks, sorted by type.
 Status RunDumpOpProtos(const DumpOpProtosOptions& options, std::ostream& out);

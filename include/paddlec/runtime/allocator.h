@@ -65,11 +65,12 @@ class Buffer {
 /// Allocates a Buffer of `bytes` from `alloc`.
 StatusOr<std::shared_ptr<Buffer>> AllocateBuffer(Allocator& alloc, size_t bytes);
 
-/// The caching, 64-byte-aligned host allocator.
+/// The caching, 64-byte-aligned host allocator. Buffers keep their allocator alive, so allocators are
+/// always owned by a shared_ptr: create them with Create().
 class CpuCachingAllocator final : public Allocator {
  public:
   /// `max_cached_bytes` bounds the memory kept in free lists.
-  explicit CpuCachingAllocator(size_t max_cached_bytes = size_t{2} << 30);
+  static std::shared_ptr<CpuCachingAllocator> Create(size_t max_cached_bytes = size_t{2} << 30);
   ~CpuCachingAllocator() override;
 
   Place place() const override { return Place::CPU(); }
@@ -82,6 +83,7 @@ class CpuCachingAllocator final : public Allocator {
   static size_t BinSize(size_t bytes);
 
  private:
+  explicit CpuCachingAllocator(size_t max_cached_bytes) : max_cached_(max_cached_bytes) {}
   mutable std::mutex mu_;
   size_t max_cached_;
   AllocatorStats stats_;

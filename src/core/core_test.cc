@@ -1,0 +1,143 @@
+// Tests of the core layer: dims arithmetic, errors, dtypes, places and files.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "paddlec/core/dims.h"
+#include "paddlec/core/dtype.h"
+#include "paddlec/core/error.h"
+#include "paddlec/core/file.h"
+#include "paddlec/core/place.h"
+
+namespace paddlec {
+namespace {
+
+TEST_CASE("Dims: numel, unknown dims and printing") {
+  CHECK(Dims{}.Numel() == 1);
+  CHECK(Dims{2, 3, 4}.Numel() == 24);
+  CHECK(Dims{-1, 784}.Numel() == -1);
+  CHECK(Dims{2, 3, 4}.Product(1, 3) == 12);
+  CHECK(Dims{-1, 784}.ToString() == "[-1, 784]");
+  CHECK(Dims{}.ToString() == "[]");
+  CHECK(DimsMatch({-1, 4}, {8, 4}));
+  CHECK_FALSE(DimsMatch({3, 4}, {8, 4}));
+  CHECK_FALSE(DimsMatch({4}, {1, 4}));
+  CHECK(DimMul(-1, 4) == -1);
+  CHECK(DimAdd(3, 4) == 7);
+  CHECK(DimMerge(-1, 5) == 5);
+  Dims d{1, 2, 3};
+  d.insert(1, 9);
+  CHECK(d == Dims{1, 9, 2, 3});
+  d.erase(0);
+  CHECK(d == Dims{9, 2, 3});
+  CHECK(NormalizeAxis(-1, 3) == 2);
+  CHECK(NormalizeAxis(3, 3) == -1);
+}
+
+TEST_CASE("Dims: rank and size limits") {
+  std::vector<int64_t> ten(10, 1);
+  auto too_deep = Dims::FromRange(ten.begin(), ten.end());
+  REQUIRE_FALSE(too_deep.ok());
+  CHECK(too_deep.error().message() == "rank exceeds the maximum of 9");
+  CHECK(CheckDims({1000000, 1000000}).ok());
+  Status huge = CheckDims({1000000, 1000000, 1000});
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().code() == ErrorCode::kResourceExhausted);
+  // Products that would overflow int64 are caught, not wrapped.
+  CHECK_FALSE(CheckDims({int64_t{1} << 40, int64_t{1} << 40}).ok());
+  CHECK_FALSE(CheckDims({4, -2}).ok());
+  CHECK(CheckDims({-1, 0, 5}).ok());
+}
+
+TEST_CASE("WindowOutputSize follows the conv/pool formula") {
+  CHECK(WindowOutputSize(28, 3, 1, 1, 1, 1) == 28);
+  CHECK(WindowOutputSize(28, 2, 0, 0, 2, 1) == 14);
+  CHECK(WindowOutputSize(7, 3, 0, 0, 2, 1) == 3);
+  CHECK(WindowOutputSize(7, 3, 0, 0, 2, 1, /*ceil_mode=*/true) == 3);
+  CHECK(WindowOutputSize(8, 3, 0, 0, 2, 1, /*ceil_mode=*/true) == 4);
+  CHECK(WindowOutputSize(13, 3, 2, 2, 1, 2) == 13);
+  CHECK(WindowOutputSize(-1, 3, 1, 1, 1, 1) == -1);
+  CHECK(WindowOutputSize(2, 5, 0, 0, 1, 1) == -2);
+}
+
+TEST_CASE("Error rendering: location, notes and further errors") {
+  Error e = MakeError(ErrorCode::kValidation, "unknown op type '{}'", "relux");
+  e.At({.file = "m.pbtxt", .line = 7, .column = 3, .block = 0, .op = 2, .op_type = "relux"});
+  e.Note("did you mean 'relu'?");
+  e.Append(Error(ErrorCode::kValidation, "second").At({.block = 1}));
+  CHECK(e.Render() ==
+        "error: m.pbtxt:7:3: block 0, op 2 (relux): unknown op type 'relux'\n"
+        "note: did you mean 'relu'?\n"
+        "error: block 1: second\n");
+  CHECK(Error(ErrorCode::kIO, "plain").Render() == "error: plain\n");
+}
+
+TEST_CASE("StatusOr and the propagation macros") {
+  auto half = [](int x) -> StatusOr<int> {
+    PC_ENSURE(x % 2 == 0, ErrorCode::kInvalidArgument, "{} is odd", x);
+    return x / 2;
+  };
+  auto quarter = [&](int x) -> StatusOr<int> {
+    PC_ASSIGN_OR_RETURN(int h, half(x));
+    return half(h);
+  };
+  CHECK(*quarter(8) == 2);
+  auto bad = quarter(6);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message() == "3 is odd");
+  Status ok;
+  CHECK(ok.ok());
+}
+
+TEST_CASE("DType names, sizes and wire numbers") {
+  CHECK(SizeOf(DType::kFloat32) == 4);
+  CHECK(SizeOf(DType::kInt64) == 8);
+  CHECK(DTypeName(DType::kInt64) == "int64");
+  CHECK(*ParseDType("FP32") == DType::kFloat32);
+  CHECK(*ParseDType("int64") == DType::kInt64);
+  CHECK_FALSE(ParseDType("complex64"));
+  CHECK(*DTypeFromProto(5) == DType::kFloat32);
+  CHECK_FALSE(DTypeFromProto(7).ok());  // LOD_TENSOR is a variable kind, not an element type
+  int seen = 0;
+  CHECK(VisitDType(DType::kFloat64, [&]<class T>() { seen = sizeof(T); }).ok());
+  CHECK(seen == 8);
+  CHECK_FALSE(VisitDType(DType::kFloat16, [&]<class T>() {}).ok());
+}
+
+TEST_CASE("Places parse as the CLI spells them") {
+  CHECK(ParsePlace("cpu")->is_cpu());
+  CHECK(*ParsePlace("gpu") == Place::CUDA(0));
+  CHECK(*ParsePlace("gpu:2") == Place::CUDA(2));
+  CHECK(ParsePlace("gpu:2")->ToString() == "gpu:2");
+  CHECK_FALSE(ParsePlace("gpu:x").ok());
+  CHECK_FALSE(ParsePlace("tpu").ok());
+}
+
+TEST_CASE("Files: atomic writes leave nothing behind on failure") {
+  auto dir = std::filesystem::temp_directory_path() / ("paddlec_core_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "out.bin").string();
+  REQUIRE(WriteFileAtomic(path, "first").ok());
+  CHECK(*ReadFile(path) == "first");
+  Status failed = WriteFileAtomicStreamed(path, [](const ByteSink& sink) -> Status {
+    PC_RETURN_IF_ERROR(sink("partial"));
+    return Error(ErrorCode::kIO, "disk full");
+  });
+  CHECK_FALSE(failed.ok());
+  CHECK(*ReadFile(path) == "first");  // the old file is intact
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  CHECK(files == 1);  // and no temporary is left
+  auto big = ReadFile(path, 3);
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.error().code() == ErrorCode::kResourceExhausted);
+  CHECK_FALSE(ReadFile((dir / "missing").string()).ok());
+  CHECK_FALSE(ReadFile(dir.string()).ok());
+  CHECK(FileExtension("a/b.PbTxt") == ".pbtxt");
+  CHECK(FileExtension("a.b/c") == "");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace paddlec

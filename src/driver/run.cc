@@ -1,0 +1,140 @@
+// `paddlec run`: execute a program on .npy feeds and write or print the fetched tensors.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <ostream>
+
+#include "paddlec/core/file.h"
+#include "paddlec/driver/driver.h"
+#include "paddlec/io/npy.h"
+#include "session.h"
+
+namespace paddlec::driver {
+namespace {
+
+StatusOr<std::pair<int, int>> ParseOpRange(const std::string& spec, int num_ops) {
+  size_t colon = spec.find(':');
+  auto bad = [&] {
+    return MakeError(ErrorCode::kInvalidArgument, "bad --op-range '{}': expected FROM:TO with 0 <= FROM <= TO <= {}",
+                     spec, num_ops);
+  };
+  if (colon == std::string::npos) return bad();
+  std::string a = spec.substr(0, colon), b = spec.substr(colon + 1);
+  char* end = nullptr;
+  long from = a.empty() ? 0 : std::strtol(a.c_str(), &end, 10);
+  if (!a.empty() && *end) return bad();
+  long to = b.empty() ? num_ops : std::strtol(b.c_str(), &end, 10);
+  if (!b.empty() && *end) return bad();
+  if (from < 0 || from > to || to > num_ops) return bad();
+  return std::make_pair(static_cast<int>(from), static_cast<int>(to));
+}
+
+/// "name  float32  [2, 3]  [0.1, 0.2, ...]" with at most 8 values.
+std::string Summary(const std::string& name, const runtime::Tensor& t) {
+  std::string values;
+  int64_t n = std::min<int64_t>(t.numel(), 8);
+  Status st = VisitDType(t.dtype(), [&]<class T>() {
+    for (int64_t i = 0; i < n; ++i) {
+      if (i) values += ", ";
+      if constexpr (std::is_floating_point_v<T>) values += fmt::format("{:.6g}", t.data<T>()[i]);
+      else values += fmt::format("{}", static_cast<int64_t>(t.data<T>()[i]));
+    }
+  });
+  if (!st.ok()) values = "?";
+  if (t.numel() > n) values += ", ...";
+  return fmt::format("{}  {}  {}  [{}]", name, DTypeName(t.dtype()), t.dims().ToString(), values);
+}
+
+std::string FileNameFor(std::string name) {
+  std::replace(name.begin(), name.end(), '/', '_');
+  return name + ".npy";
+}
+
+}  // namespace
+
+Status RunRun(const RunOptions& options, std::ostream& out) {
+  if (options.steps < 1) return MakeError(ErrorCode::kInvalidArgument, "--steps must be at least 1");
+  PC_ASSIGN_OR_RETURN(auto session, Session::Open({.program = options.program,
+                                                   .input_format = options.input_format,
+                                                   .device = options.device,
+                                                   .seed = options.seed,
+                                                   .threads = options.threads}));
+
+  // Check everything the user gave before running anything.
+  auto host_alloc = runtime::CpuCachingAllocator::Create();
+  for (const auto& spec : options.feeds) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return MakeError(ErrorCode::kInvalidArgument, "bad --feed '{}': expected NAME=FILE.npy", spec);
+    PC_ASSIGN_OR_RETURN(runtime::Tensor t, io::ReadNpy(spec.substr(eq + 1), *host_alloc));
+    PC_RETURN_IF_ERROR(session->Feed(spec.substr(0, eq), t));
+  }
+  std::vector<std::string> fetches = options.fetches;
+  if (fetches.empty())
+    for (const auto& f : session->module().compiled().fetch_targets()) fetches.push_back(f);
+  for (const auto& f : fetches)
+    if (session->main_block().FindVar(f) == nullptr)
+      return MakeError(ErrorCode::kNotFound, "cannot fetch '{}': the program has no variable of that name", f);
+
+  int num_ops = session->main_block().num_ops();
+  runtime::PlanOptions plan_options{.profile = options.profile};
+  bool partial = !options.op_range.empty();
+  if (partial) {
+    PC_ASSIGN_OR_RETURN(auto range, ParseOpRange(options.op_range, num_ops));
+    plan_options.op_begin = range.first;
+    plan_options.op_end = range.second;
+  } else if (std::vector<std::string> missing = session->Unfed(); !missing.empty()) {
+    std::string names;
+    for (const auto& n : missing) names += (names.empty() ? "'" : ", '") + n + "'";
+    return MakeError(ErrorCode::kInvalidArgument, "missing input{} {}", missing.size() > 1 ? "s" : "", names)
+        .Note("pass each as --feed NAME=FILE.npy");
+  }
+
+  if (!options.params.empty()) PC_RETURN_IF_ERROR(session->LoadParameters(options.params));
+  else PC_RETURN_IF_ERROR(session->InitializeParameters());
+
+  PC_ASSIGN_OR_RETURN(auto plan, session->executor().Prepare(session->main_block(), session->scope(), plan_options));
+  std::vector<double> step_ms;
+  for (int i = 0; i < options.steps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    PC_RETURN_IF_ERROR(plan->Run());
+    PC_RETURN_IF_ERROR(session->executor().device().Synchronize());
+    step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+
+  // Fetch everything before writing anything, so a failure leaves no partial output.
+  std::vector<std::pair<std::string, runtime::Tensor>> results;
+  for (const auto& f : fetches) {
+    PC_ASSIGN_OR_RETURN(runtime::Tensor t, session->Fetch(f));
+    results.emplace_back(f, std::move(t));
+  }
+  if (!options.save_params.empty()) PC_RETURN_IF_ERROR(session->SaveParameters(options.save_params));
+  if (!options.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.out_dir, ec);
+    if (ec) return MakeError(ErrorCode::kIO, "cannot create output directory '{}': {}", options.out_dir, ec.message());
+    for (const auto& [name, t] : results)
+      PC_RETURN_IF_ERROR(io::WriteNpy((std::filesystem::path(options.out_dir) / FileNameFor(name)).string(), t));
+  } else {
+    for (const auto& [name, t] : results) out << Summary(name, t) << "\n";
+  }
+
+  if (options.steps > 1 || options.profile) {
+    std::vector<double> sorted = step_ms;
+    std::sort(sorted.begin(), sorted.end());
+    out << fmt::format("{} step(s): median {:.4g} ms, min {:.4g} ms\n", options.steps, sorted[sorted.size() / 2],
+                       sorted.front());
+  }
+  if (options.profile) {
+    double total = plan->profiled_ms();
+    out << fmt::format("{:<28} {:>8} {:>12} {:>8}\n", "op type", "calls", "total ms", "% step");
+    for (const auto& p : plan->ProfileByType())
+      out << fmt::format("{:<28} {:>8} {:>12.3f} {:>7.1f}%\n", p.type, p.calls, p.total_ms,
+                         total > 0 ? 100.0 * p.total_ms / total : 0.0);
+  }
+  return Status::OK();
+}
+
+}  // namespace paddlec::driver

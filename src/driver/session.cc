@@ -1,0 +1,105 @@
+// Loading, compiling and preparing a program for execution.
+#include "session.h"
+
+#include <algorithm>
+
+#include "paddlec/io/params.h"
+#include "paddlec/ir/serialize.h"
+#include "paddlec/ops/op_registry.h"
+#include "paddlec/passes/pass_manager.h"
+#include "paddlec/passes/signature.h"
+
+namespace paddlec::driver {
+
+StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) {
+  std::unique_ptr<Session> s(new Session());
+  PC_ASSIGN_OR_RETURN(Place place, ParsePlace(options.device));
+  std::optional<ir::Format> format;
+  if (!options.input_format.empty()) {
+    PC_ASSIGN_OR_RETURN(ir::Format f, ir::ParseFormat(options.input_format));
+    format = f;
+  }
+  PC_ASSIGN_OR_RETURN(s->module_, ir::LoadModule(options.program, format));
+  passes::PassManager pm;
+  // A compiled program already went through the pipeline; it is still checked, since the file may
+  // have been edited since.
+  PC_RETURN_IF_ERROR(pm.AddPipeline(s->module_->was_compiled() ? "validate,infer-shape" : options.passes));
+  passes::PassContext ctx{ops::GlobalOpRegistry()};
+  PC_RETURN_IF_ERROR(pm.Run(*s->module_, ctx));
+  passes::ComputeSignature(*s->module_);
+  PC_ASSIGN_OR_RETURN(s->executor_,
+                      runtime::Executor::Create(place, {.num_threads = options.threads, .seed = options.seed}));
+  return s;
+}
+
+Status Session::InitializeParameters() {
+  return executor_->RunOnce(module_->startup().global_block(), scope_);
+}
+
+Status Session::LoadParameters(const std::string& path) {
+  const auto& params = module_->compiled().parameters();
+  std::vector<std::string> names(params.begin(), params.end());
+  return io::LoadParams(path, names, scope_, executor_->device(), &main_block());
+}
+
+Status Session::SaveParameters(const std::string& path) {
+  const auto& params = module_->compiled().parameters();
+  std::vector<std::string> names(params.begin(), params.end());
+  return io::SaveParams(path, names, scope_, executor_->device());
+}
+
+std::vector<std::string> Session::FeedNames() const {
+  std::vector<std::string> out;
+  for (const auto& f : module_->compiled().feed_targets()) out.push_back(f.name());
+  return out;
+}
+
+std::vector<std::string> Session::Unfed() const {
+  std::vector<std::string> out;
+  for (const auto& n : FeedNames())
+    if (std::find(fed_.begin(), fed_.end(), n) == fed_.end()) out.push_back(n);
+  return out;
+}
+
+Status Session::Feed(const std::string& name, const runtime::Tensor& host) {
+  const paddlec::proto::FeedTarget* target = nullptr;
+  for (const auto& f : module_->compiled().feed_targets())
+    if (f.name() == name) target = &f;
+  if (target == nullptr) {
+    std::string names;
+    for (const auto& n : FeedNames()) names += (names.empty() ? "" : ", ") + n;
+    return MakeError(ErrorCode::kInvalidArgument, "the program has no input named '{}'", name)
+        .Note(names.empty() ? std::string("it takes no inputs") : "its inputs are: " + names);
+  }
+  DType want = static_cast<DType>(target->data_type());
+  if (host.dtype() != want)
+    return MakeError(ErrorCode::kInvalidArgument, "input '{}' is declared {} but the fed array is {}", name,
+                     DTypeName(want), DTypeName(host.dtype()));
+  PC_ASSIGN_OR_RETURN(Dims declared, Dims::FromRange(target->dims().begin(), target->dims().end()));
+  if (!DimsMatch(declared, host.dims())) {
+    Error e = MakeError(ErrorCode::kInvalidArgument, "input '{}' is declared with shape {} but the fed array has shape {}",
+                        name, declared.ToString(), host.dims().ToString());
+    if (declared.rank() == host.dims().rank() + 1 && declared.back() == 1)
+      e.Note(fmt::format("add a trailing dimension of 1: shape {}",
+                         [&] { Dims d = host.dims(); d.push_back(1); return d.ToString(); }()));
+    return e;
+  }
+  PC_RETURN_IF_ERROR(executor_->device().CopyFromHost(host, scope_.Var(name).tensor()));
+  if (std::find(fed_.begin(), fed_.end(), name) == fed_.end()) fed_.push_back(name);
+  return Status::OK();
+}
+
+StatusOr<runtime::Tensor> Session::Fetch(const std::string& name) {
+  runtime::Variable* v = scope_.Find(name);
+  if (v == nullptr || !v->tensor().initialized()) {
+    if (main_block().FindVar(name) == nullptr)
+      return MakeError(ErrorCode::kNotFound, "the program has no variable named '{}'", name);
+    return MakeError(ErrorCode::kNotFound, "variable '{}' holds no value after the run", name)
+        .Note("it may lie outside --op-range, or no op writes it");
+  }
+  runtime::Tensor host;
+  PC_RETURN_IF_ERROR(executor_->device().CopyToHost(v->tensor(), host, *host_alloc_));
+  return host;
+}
+
+}  // namespace paddlec::driver

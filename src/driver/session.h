@@ -1,0 +1,60 @@
+// What `run` and `train` share: loading and compiling a program, creating the executor, setting up
+// parameters (startup program or a params file) and checking feeds against the declarations.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "paddlec/core/error.h"
+#include "paddlec/ir/program.h"
+#include "paddlec/runtime/executor.h"
+#include "paddlec/runtime/scope.h"
+
+namespace paddlec::driver {
+
+struct SessionOptions {
+  std::string program;
+  std::string input_format;
+  std::string device = "cpu";
+  uint64_t seed = 0;
+  int threads = 0;
+  /// The pipeline for programs that are not compiled yet (compiled ones are re-validated only).
+  std::string passes = "validate,infer-shape,init-params";
+};
+
+class Session {
+ public:
+  static StatusOr<std::unique_ptr<Session>> Open(const SessionOptions& options);
+
+  ir::Module& module() { return *module_; }
+  runtime::Executor& executor() { return *executor_; }
+  runtime::Scope& scope() { return scope_; }
+  ir::Block& main_block() { return module_->main().global_block(); }
+
+  /// Runs the startup program (parameter initializers).
+  Status InitializeParameters();
+  /// Loads the module's parameters from a params file instead.
+  Status LoadParameters(const std::string& path);
+  Status SaveParameters(const std::string& path);
+
+  /// Checks a host tensor against the declaration of feed target `name` and places it in the scope.
+  Status Feed(const std::string& name, const runtime::Tensor& host);
+  /// Names of the feed targets, in order.
+  std::vector<std::string> FeedNames() const;
+  /// The feed targets not fed yet.
+  std::vector<std::string> Unfed() const;
+  /// A host copy of variable `name` after a run; an error if it does not exist or holds no value.
+  StatusOr<runtime::Tensor> Fetch(const std::string& name);
+
+ private:
+  Session() = default;
+  std::unique_ptr<ir::Module> module_;
+  std::unique_ptr<runtime::Executor> executor_;
+  runtime::Scope scope_;
+  std::vector<std::string> fed_;
+  std::shared_ptr<runtime::Allocator> host_alloc_ = runtime::CpuCachingAllocator::Create();
+};
+
+}  // namespace paddlec::driver
