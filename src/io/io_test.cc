@@ -1,0 +1,164 @@
+// Tests of the io layer: .npy files and PaddlePaddle parameter files.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "paddlec/core/file.h"
+#include "paddlec/io/npy.h"
+#include "paddlec/io/params.h"
+#include "paddlec/runtime/executor.h"
+#include "paddlec/ir/serialize.h"
+#include "testing/op_tester.h"
+
+namespace paddlec::io {
+namespace {
+
+using testing::HostAllocator;
+using testing::MakeTensor;
+using testing::ToVector;
+
+struct TempDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("paddlec_io_test_" + std::to_string(::getpid()));
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& f) const { return (path / f).string(); }
+};
+
+TEST_CASE("npy round trips for every supported dtype") {
+  TempDir dir;
+  auto check = [&](const runtime::Tensor& t) {
+    REQUIRE(WriteNpy(dir / "t.npy", t).ok());
+    auto back = ReadNpy(dir / "t.npy", HostAllocator());
+    REQUIRE_MESSAGE(back.ok(), (back.ok() ? "" : back.error().Render()));
+    CHECK(back->dtype() == t.dtype());
+    CHECK(back->dims() == t.dims());
+    CHECK(std::memcmp(back->raw_data(), t.raw_data(), t.nbytes()) == 0);
+  };
+  check(MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  check(MakeTensor<double>({1}, {3.5}));
+  check(MakeTensor<int64_t>({3, 1}, {7, -8, 9}));
+  check(MakeTensor<int32_t>({2}, {1, 2}));
+  check(MakeTensor<uint8_t>({4}, {0, 1, 254, 255}));
+  check(MakeTensor<bool>({2}, {true, false}));
+  check(MakeTensor<float>({}, {42}));
+  check(MakeTensor<float>({0, 3}, {}));
+}
+
+TEST_CASE("npy files numpy wrote parse (header padding, shape syntax)") {
+  // np.save of np.arange(6, dtype='<f4').reshape(2, 3), byte for byte.
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  header.append(118 - header.size() - 1, ' ');
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(118) + '\0' + header;
+  for (float v : {0.f, 1.f, 2.f, 3.f, 4.f, 5.f}) bytes.append(reinterpret_cast<const char*>(&v), 4);
+  auto t = ParseNpy(bytes, HostAllocator(), "a.npy");
+  REQUIRE(t.ok());
+  CHECK(t->dims() == Dims{2, 3});
+  CHECK(ToVector<float>(*t)[5] == 5.f);
+}
+
+TEST_CASE("Malformed npy files are errors, never crashes or huge allocations") {
+  auto parse = [](std::string bytes) { return ParseNpy(bytes, HostAllocator(), "bad.npy"); };
+  std::string good = *SerializeNpy(MakeTensor<float>({2, 2}, {1, 2, 3, 4}));
+  CHECK(parse("").error().message() == "'bad.npy' is not a valid .npy file: missing the \\x93NUMPY magic");
+  auto truncated = parse(good.substr(0, good.size() - 3));
+  CHECK(truncated.error().message() ==
+        "'bad.npy' is not a valid .npy file: shape [2, 2] of float32 needs 16 data bytes, the file has 13");
+  std::string huge = good;
+  huge.replace(huge.find("(2, 2)"), 6, "(99999999999, 99999999)");
+  CHECK_FALSE(parse(huge).ok());
+  std::string fortran = good;
+  fortran.replace(fortran.find("False"), 5, "True ");
+  CHECK(parse(fortran).error().message() == "'bad.npy' is in Fortran order; save it in C order");
+  std::string c16 = good;
+  c16.replace(c16.find("<f4"), 3, "<c8");
+  CHECK(parse(c16).error().code() == ErrorCode::kUnimplemented);
+  std::string big_endian = good;
+  big_endian.replace(big_endian.find("<f4"), 3, ">f4");
+  CHECK(parse(big_endian).error().code() == ErrorCode::kUnimplemented);
+  CHECK_FALSE(parse(good.substr(0, 12)).ok());
+}
+
+std::unique_ptr<ir::Module> ParamsProgram() {
+  auto m = ir::ParseModule(R"pb(
+blocks {
+  idx: 0
+  parent_idx: -1
+  vars { name: "w" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 dims: 3 } } } persistable: true }
+  vars { name: "b" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 3 } } } persistable: true }
+  vars { name: "step" type { type: LOD_TENSOR lod_tensor { tensor { data_type: INT64 dims: 1 } } } persistable: true }
+}
+)pb",
+                           ir::Format::kText, "p.pbtxt");
+  REQUIRE(m.ok());
+  return std::move(m).value();
+}
+
+TEST_CASE("Tensor records follow PaddlePaddle's layout byte for byte") {
+  runtime::Tensor t(DType::kFloat32, {784, 10});
+  REQUIRE(t.Allocate(HostAllocator()).ok());
+  auto rec = SerializeTensorRecord(t);
+  REQUIRE(rec.ok());
+  std::string header("\x00\x00\x00\x00" "\x00\x00\x00\x00\x00\x00\x00\x00" "\x00\x00\x00\x00" "\x07\x00\x00\x00"
+                     "\x08\x05\x10\x90\x06\x10\x0a", 27);
+  CHECK(rec->substr(0, 27) == header);
+  CHECK(rec->size() == 27 + 31360);
+}
+
+TEST_CASE("Params files round trip and are verified on load") {
+  TempDir dir;
+  auto m = ParamsProgram();
+  auto device = runtime::CreateDeviceContext(Place::CPU());
+  REQUIRE(device.ok());
+  runtime::Scope scope;
+  REQUIRE((*device)->CopyFromHost(MakeTensor<float>({3}, {0.5f, 1.5f, 2.5f}), scope.Var("b").tensor()).ok());
+  REQUIRE((*device)->CopyFromHost(MakeTensor<int64_t>({1}, {12}), scope.Var("step").tensor()).ok());
+  REQUIRE((*device)->CopyFromHost(MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}), scope.Var("w").tensor()).ok());
+  std::vector<std::string> names = {"b", "step", "w"};
+  REQUIRE(SaveParams(dir / "p.pdiparams", names, scope, **device).ok());
+
+  runtime::Scope loaded;
+  const ir::Block* block = &m->main().global_block();
+  Status st = LoadParams(dir / "p.pdiparams", names, loaded, **device, block);
+  REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().Render()));
+  CHECK(ToVector<float>(loaded.Find("w")->tensor()) == std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK(ToVector<int64_t>(loaded.Find("step")->tensor()) == std::vector<int64_t>{12});
+
+  auto bytes = *ReadFile(dir / "p.pdiparams");
+  // Truncated inside the data of the last tensor: the error names it.
+  REQUIRE(WriteFileAtomic(dir / "cut.pdiparams", bytes.substr(0, bytes.size() - 5)).ok());
+  runtime::Scope s2;
+  Status cut = LoadParams(dir / "cut.pdiparams", names, s2, **device, block);
+  REQUIRE_FALSE(cut.ok());
+  CHECK(cut.error().message().find("ends inside the data of tensor 'w'") != std::string::npos);
+  // More records than the program has parameters.
+  REQUIRE(WriteFileAtomic(dir / "extra.pdiparams", bytes + bytes.substr(0, 40)).ok());
+  Status extra = LoadParams(dir / "extra.pdiparams", names, s2, **device, block);
+  REQUIRE_FALSE(extra.ok());
+  CHECK(extra.error().message() ==
+        "'" + (dir / "extra.pdiparams") + "' has 40 bytes after the last of the 3 parameters the program expects");
+  // Records in the wrong order (a file from another program): the declaration check catches it.
+  Status swapped = LoadParams(dir / "p.pdiparams", {"w", "step", "b"}, s2, **device, block);
+  REQUIRE_FALSE(swapped.ok());
+  CHECK(swapped.error().message().find("but the program declares parameter 'w' as float32 [2, 3]") !=
+        std::string::npos);
+  // A file that is not a params file at all.
+  REQUIRE(WriteFileAtomic(dir / "junk", "\x80\x04\x95pickle").ok());
+  Status junk = LoadParams(dir / "junk", names, s2, **device, block);
+  REQUIRE_FALSE(junk.ok());
+  CHECK(junk.error().notes().at(0) == "a .pdparams file (Python pickle) is not a .pdiparams file (save_combine)");
+}
+
+TEST_CASE("Saving a parameter that holds no value writes nothing") {
+  TempDir dir;
+  auto device = runtime::CreateDeviceContext(Place::CPU());
+  runtime::Scope scope;
+  Status st = SaveParams(dir / "p", {"missing"}, scope, **device);
+  REQUIRE_FALSE(st.ok());
+  CHECK_FALSE(std::filesystem::exists(dir / "p"));
+}
+
+}  // namespace
+}  // namespace paddlec::io

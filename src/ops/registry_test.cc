@@ -1,0 +1,83 @@
+// Registry-wide checks: every op is complete (doc, shape function, CPU float32 kernel, gradient or
+// an explicit no-gradient mark), registrations are consistent, and dump-opprotos output parses back
+// to the same protos.
+#include <doctest/doctest.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+
+#include <set>
+#include <sstream>
+
+#include "paddlec.pb.h"
+#include "paddlec/driver/driver.h"
+#include "paddlec/ops/op_registry.h"
+
+namespace paddlec::ops {
+namespace {
+
+// Ops whose output shapes come from outside shape inference (the plan treats them as external).
+const std::set<std::string> kNoShapeFunction = {"feed", "fetch"};
+
+TEST_CASE("every registered op is complete") {
+  const OpRegistry& r = GlobalOpRegistry();
+  CHECK(r.CheckConsistency() == std::vector<std::string>{});
+  for (const OpInfo* info : r.All()) {
+    CAPTURE(info->type());
+    CHECK_FALSE(info->proto().comment().empty());
+    for (const auto& v : info->proto().inputs()) CHECK_MESSAGE(!v.comment().empty(), "input " << v.name());
+    for (const auto& v : info->proto().outputs()) CHECK_MESSAGE(!v.comment().empty(), "output " << v.name());
+    for (const auto& a : info->proto().attrs()) CHECK_MESSAGE(!a.comment().empty(), "attr " << a.name());
+    bool has_shape_fn = info->infer_shape() != nullptr;
+    if (!kNoShapeFunction.count(info->type())) CHECK_MESSAGE(has_shape_fn, "no shape function");
+    bool has_f32_kernel = info->FindKernel(DeviceType::kCPU, DType::kFloat32) != nullptr;
+    CHECK_MESSAGE(has_f32_kernel, "no cpu:float32 kernel");
+    bool has_grad = info->grad_maker() != nullptr;
+    CHECK_MESSAGE(has_grad != info->no_gradient(),
+                  "needs exactly one of a gradient maker and NoGradient()");
+    if (!info->forward_type().empty()) CHECK(info->type() == info->forward_type() + "_grad");
+  }
+}
+
+TEST_CASE("dump-opprotos JSON parses back to the registered protos") {
+  std::ostringstream out;
+  REQUIRE(driver::RunDumpOpProtos({.format = "json"}, out).ok());
+  paddlec::proto::OpRegistryDump dump;
+  auto st = google::protobuf::util::JsonStringToMessage(out.str(), &dump);
+  REQUIRE_MESSAGE(st.ok(), st.ToString());
+  const OpRegistry& r = GlobalOpRegistry();
+  REQUIRE(dump.ops_size() == static_cast<int>(r.All().size()));
+  std::string previous;
+  for (const auto& d : dump.ops()) {
+    CAPTURE(d.proto().type());
+    CHECK(d.proto().type() > previous);  // sorted, stable
+    previous = d.proto().type();
+    const OpInfo* info = r.Find(d.proto().type());
+    REQUIRE(info != nullptr);
+    CHECK(google::protobuf::util::MessageDifferencer::Equals(d.proto(), info->proto()));
+    CHECK(d.kernels_size() == static_cast<int>(info->KernelKeys().size()));
+    bool has_grad = info->grad_maker() != nullptr;
+    CHECK(has_grad == d.has_grad_op_type());
+  }
+  CHECK(dump.common_attrs_size() == static_cast<int>(r.common_attrs().size()));
+  // The output is stable: a second dump is identical.
+  std::ostringstream again;
+  REQUIRE(driver::RunDumpOpProtos({.format = "json"}, again).ok());
+  CHECK(again.str() == out.str());
+}
+
+TEST_CASE("dump-opprotos filters by op and rejects unknown ones") {
+  std::ostringstream out;
+  REQUIRE(driver::RunDumpOpProtos({.format = "text", .ops = {"softmax"}}, out).ok());
+  CHECK(out.str().find("type: \"softmax\"") != std::string::npos);
+  CHECK(out.str().find("type: \"relu\"") == std::string::npos);
+  std::ostringstream bad;
+  Status st = driver::RunDumpOpProtos({.format = "json", .ops = {"sofmax"}}, bad);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "no op named 'sofmax' is registered");
+  std::ostringstream md;
+  REQUIRE(driver::RunDumpOpProtos({.format = "md", .ops = {"leaky_relu"}}, md).ok());
+  CHECK(md.str().find("| `alpha` | FLOAT | `0.02` |  | Slope for negative inputs. |") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace paddlec::ops
