@@ -30,6 +30,7 @@ Error OutOfInt32(const pb::OpDesc::Attr& a, int64_t v) {
 template <>
 StatusOr<int> AttrAs<int>(const pb::OpDesc::Attr& a) {
   if (a.type() == pb::INT) return a.i();
+  if (a.type() == pb::BLOCK) return a.block_idx();  // the value of a BLOCK attribute is the block's index
   if (a.type() == pb::LONG) {
     if (a.l() < INT32_MIN || a.l() > INT32_MAX) return OutOfInt32(a, a.l());
     return static_cast<int>(a.l());

@@ -148,6 +148,13 @@ void CheckSubBlocks(ir::Op op, int attr_index, const OpDesc::Attr& a, std::vecto
       errors.push_back(MakeError(ErrorCode::kValidation, "attribute '{}' refers to the op's own block {}",
                                  a.name(), b)
                            .At(op.AttrLocation(attr_index)));
+    } else if (int parent = op.block().program().block(b).parent_idx(); parent != op.block().idx()) {
+      errors.push_back(MakeError(ErrorCode::kValidation,
+                                 "attribute '{}' refers to block {}, whose parent is block {}, but the op is in "
+                                 "block {}",
+                                 a.name(), b, parent, op.block().idx())
+                           .At(op.AttrLocation(attr_index))
+                           .Note("a sub-block must be nested in the block of the op that runs it"));
     }
   }
 }

@@ -102,6 +102,13 @@ pb::OpProto::Attr* OpBuilder::last_attr() {
   return info_->proto_.mutable_attrs(info_->proto_.attrs_size() - 1);
 }
 
+OpBuilder& OpBuilder::BlockAttr(std::string name, std::string comment) {
+  pb::OpDesc::Attr a;
+  a.set_name(name);
+  a.set_type(pb::BLOCK);
+  return AddAttr(std::move(a), std::move(comment), false);
+}
+
 OpBuilder& OpBuilder::Min(double v) {
   last_attr()->set_min(v);
   return *this;
@@ -184,6 +191,11 @@ OpBuilder& OpBuilder::KernelDTypeFromInput(InSlot slot) {
 
 OpBuilder& OpBuilder::KernelDTypeFromAttr(std::string attr) {
   info_->kernel_dtype_ = {KernelDTypeRule::kAttr, 0, std::move(attr), DType::kFloat32};
+  return *this;
+}
+
+OpBuilder& OpBuilder::KernelDTypeFixed(DType dtype) {
+  info_->kernel_dtype_ = {KernelDTypeRule::kFixed, 0, "", dtype};
   return *this;
 }
 

@@ -3,7 +3,8 @@
 // Requires: validate (ops match their protos, variables are declared).
 // Guarantees: every op output variable carries the shape its op's shape function computes from
 // the inputs, with -1 where the size is only known at run time (the batch). Ops are visited in
-// block order, so a program whose ops are in execution order is fully inferred in one sweep.
+// execution order: the ops of a sub-block right after the op that runs it (conditional_block), so
+// the ops after that op see what the sub-block produced.
 // A mismatch (incompatible inputs, or an output declared with a different known shape) is an
 // error naming the op, the variables and both shapes.
 #include "paddlec/ops/op_checker.h"
@@ -19,13 +20,28 @@ class InferShapePass final : public Pass {
 
   StatusOr<bool> Run(ir::Module& module, PassContext& ctx) override {
     for (ir::Program* p : {&module.startup(), &module.main()}) {
-      for (int b = 0; b < p->num_blocks(); ++b) {
-        ir::Block& block = p->block(b);
-        for (int i = 0; i < block.num_ops(); ++i)
-          PC_RETURN_IF_ERROR(ops::InferShapeAtCompileTime(block.op(i), ctx.registry));
-      }
+      std::vector<bool> visited(p->num_blocks(), false);
+      for (int b = 0; b < p->num_blocks(); ++b)
+        if (!visited[b]) PC_RETURN_IF_ERROR(InferBlock(*p, b, visited, ctx));
     }
     return true;
+  }
+
+ private:
+  Status InferBlock(ir::Program& p, int b, std::vector<bool>& visited, PassContext& ctx) {
+    visited[b] = true;
+    ir::Block& block = p.block(b);
+    for (int i = 0; i < block.num_ops(); ++i) {
+      PC_RETURN_IF_ERROR(ops::InferShapeAtCompileTime(block.op(i), ctx.registry));
+      for (const auto& a : block.desc().ops(i).attrs()) {
+        std::vector<int> subs;
+        if (a.type() == ir::pb::BLOCK) subs.push_back(a.block_idx());
+        if (a.type() == ir::pb::BLOCKS) subs.assign(a.blocks_idx().begin(), a.blocks_idx().end());
+        for (int s : subs)
+          if (s > 0 && s < p.num_blocks() && !visited[s]) PC_RETURN_IF_ERROR(InferBlock(p, s, visited, ctx));
+      }
+    }
+    return Status::OK();
   }
 };
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <unordered_set>
 
 #include "paddlec/ops/op_registry.h"
 
@@ -22,6 +21,10 @@ struct Plan::Step {
   std::vector<KernelContext::SlotTensors> in_slots, out_slots;
   std::unique_ptr<KernelContext> ctx;
   std::vector<int> inplace_outputs;  // positions in `vars` of outputs that are also inputs
+  int first_output = 0;              // position in `vars` of the first output
+  // Ops without a shape function size their outputs themselves (feed, control flow): the dims
+  // they produced when the later steps were prepared.
+  std::vector<Dims> dynamic_dims;
   int64_t calls = 0;
   double total_ms = 0;
 };
@@ -133,6 +136,26 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
   plan->block_ = &block;
   plan->device_ = &device;
   plan->profile_ = options.profile;
+  // Control-flow ops run other blocks of the program through plans of their own, each over a child
+  // scope of this plan's scope.
+  ir::Program* program = &block.program();
+  plan->sub_blocks_ = std::make_unique<ops::SubBlockFactory>(
+      [program, &scope, &device, &registry, options](int idx) -> StatusOr<std::unique_ptr<ops::SubBlockRunner>> {
+        if (idx < 0 || idx >= program->num_blocks())
+          return MakeError(ErrorCode::kValidation, "sub-block {} does not exist", idx);
+        Scope& child = scope.NewChild();
+        PlanOptions sub = options;
+        sub.op_begin = 0;
+        sub.op_end = -1;
+        PC_ASSIGN_OR_RETURN(auto plan, Plan::Build(program->block(idx), child, device, registry, sub));
+        struct Runner final : ops::SubBlockRunner {
+          std::unique_ptr<Plan> plan;
+          Status Run() override { return plan->Run(); }
+        };
+        auto runner = std::make_unique<Runner>();
+        runner->plan = std::move(plan);
+        return std::unique_ptr<ops::SubBlockRunner>(std::move(runner));
+      });
 
   for (int i = begin; i < end; ++i) {
     ir::Op op = block.op(i);
@@ -160,6 +183,7 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
       in_ranges.emplace_back(offset, count);
     }
     int first_output = static_cast<int>(step->vars.size());
+    step->first_output = first_output;
     for (const auto& ps : info->proto().outputs()) {
       const auto* s = FindSlot(op.desc().outputs(), ps.name());
       int offset = static_cast<int>(step->vars.size()), count = s ? s->arguments_size() : 0;
@@ -188,7 +212,7 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
           .Note(have.empty() ? std::string("it has no kernels at all") : "kernels available: " + have);
     }
     uint64_t seed = SplitMix64(options.seed * 0x100000001B3ull + static_cast<uint64_t>(i) + 1);
-    ops::KernelInit init{*step->attrs, seed, &device};
+    ops::KernelInit init{*step->attrs, seed, &device, plan->sub_blocks_.get()};
     auto kernel = (*factory)(init);
     if (!kernel.ok()) {
       Error e = std::move(kernel).status().TakeError();
@@ -211,91 +235,109 @@ Error Plan::StepError(const Step& step, Error e) const {
 }
 
 bool Plan::ExternalShapesChanged() const {
-  for (const auto& [v, dims] : externals_)
-    if (!(v->tensor().dims() == dims)) return true;
+  for (const auto& e : externals_)
+    if (!(e.var->tensor().dims() == e.dims)) return true;
   return false;
 }
 
-Status Plan::Prepare() {
-  ++shape_inferences_;
-  externals_.clear();
-  std::unordered_set<Variable*> produced;
-  std::unordered_set<Variable*> external_seen;
-  for (auto& sp : steps_) {
-    Step& s = *sp;
-    int first_output = 0;
-    for (const auto& slot : s.in_slots) first_output += static_cast<int>(slot.size());
-    // Every input must hold a value: fed, initialized by the startup program, or produced earlier.
-    for (int slot = 0; slot < static_cast<int>(s.in_slots.size()); ++slot) {
-      for (size_t k = 0; k < s.in_slots[slot].size(); ++k) {
-        Variable* v = s.in_slots[slot][k];
-        if (v == nullptr || produced.count(v)) continue;
-        if (external_seen.insert(v).second) externals_.emplace_back(v, v->tensor().dims());
-        if (!HasValue(*v)) {
-          const std::string& slot_name = s.info->proto().inputs(slot).name();
-          std::string var_name;
-          for (const auto& ds : s.desc->inputs())
-            if (ds.parameter() == slot_name && static_cast<int>(k) < ds.arguments_size()) var_name = ds.arguments(k);
-          bool dispensable = s.info->proto().inputs(slot).dispensable();
-          if (dispensable && !v->tensor().initialized()) continue;
-          Error e = MakeError(ErrorCode::kRuntime, "input '{}' reads variable '{}', which holds no value", slot_name,
-                              var_name);
-          e.mutable_location().var = var_name;
-          e.Note("feed it (--feed " + var_name + "=FILE.npy), initialize it in the startup program, or load it with --params");
-          return StepError(s, std::move(e));
+void Plan::Unprepare(int i) {
+  prepared_ = std::min(prepared_, i);
+  std::erase_if(externals_, [i](const External& e) { return e.step >= i; });
+  std::erase_if(producer_, [i](const auto& kv) { return kv.second >= i; });
+}
+
+Status Plan::PrepareStep(int i) {
+  if (i == 0) ++shape_inferences_;
+  Step& s = *steps_[i];
+  auto produced = [&](Variable* v) { return producer_.count(v) > 0; };
+  // Every input must hold a value: fed, initialized by the startup program, or produced earlier.
+  for (int slot = 0; slot < static_cast<int>(s.in_slots.size()); ++slot) {
+    for (size_t k = 0; k < s.in_slots[slot].size(); ++k) {
+      Variable* v = s.in_slots[slot][k];
+      if (v == nullptr || produced(v)) continue;
+      bool seen = std::any_of(externals_.begin(), externals_.end(), [v](const External& e) { return e.var == v; });
+      if (!seen) externals_.push_back({v, v->tensor().dims(), i});
+      if (HasValue(*v) || s.info->proto().inputs(slot).dispensable()) continue;
+      const std::string& slot_name = s.info->proto().inputs(slot).name();
+      std::string var_name;
+      for (const auto& ds : s.desc->inputs())
+        if (ds.parameter() == slot_name && static_cast<int>(k) < ds.arguments_size()) var_name = ds.arguments(k);
+      Error e = MakeError(ErrorCode::kRuntime, "input '{}' reads variable '{}', which holds no value", slot_name,
+                          var_name);
+      e.mutable_location().var = var_name;
+      e.Note("feed it (--feed " + var_name + "=FILE.npy), initialize it in the startup program, or load it with --params");
+      return StepError(s, std::move(e));
+    }
+  }
+  bool dynamic = s.info->infer_shape() == nullptr;
+  if (!dynamic) {
+    RuntimeShapeContext ctx(*s.attrs, *s.desc, s.in_slots, s.out_slots);
+    Status st = s.info->infer_shape()(ctx);
+    if (!st.ok()) return StepError(s, std::move(st).TakeError());
+  }
+  for (int k = s.first_output; k < static_cast<int>(s.vars.size()); ++k) {
+    Variable* v = s.vars[k];
+    if (v == nullptr) continue;
+    producer_.emplace(v, i);
+    if (dynamic) continue;  // sized by the kernel itself; checked after it runs
+    Tensor& t = v->tensor();
+    if (!t.dims().IsFullyKnown())
+      return StepError(s, MakeError(ErrorCode::kShape, "output '{}' has unknown dims {} at run time",
+                                    s.desc->outputs().empty() ? "" : s.desc->outputs(0).arguments(0),
+                                    t.dims().ToString()));
+    bool inplace = std::find(s.inplace_outputs.begin(), s.inplace_outputs.end(), k) != s.inplace_outputs.end();
+    if (inplace && t.initialized()) continue;
+    Status st = t.Allocate(device_->allocator());
+    if (!st.ok()) return StepError(s, std::move(st).TakeError());
+  }
+  return Status::OK();
+}
+
+template <bool kProfile>
+Status Plan::RunSteps() {
+  if (prepared_ > 0 && ExternalShapesChanged()) Unprepare(0);
+  const int n = static_cast<int>(steps_.size());
+  for (int i = 0; i < n; ++i) {
+    Step& s = *steps_[i];
+    if (i >= prepared_) [[unlikely]] {
+      PC_RETURN_IF_ERROR(PrepareStep(i));
+      prepared_ = i + 1;
+      if (s.info->infer_shape() == nullptr) {
+        s.dynamic_dims.clear();
+        for (int k = s.first_output; k < static_cast<int>(s.vars.size()); ++k)
+          s.dynamic_dims.push_back(s.vars[k] ? s.vars[k]->tensor().dims() : Dims());
+      }
+    }
+    std::chrono::steady_clock::time_point t0;
+    if constexpr (kProfile) t0 = std::chrono::steady_clock::now();
+    Status st = s.kernel->Run(*s.ctx);
+    if constexpr (kProfile) {
+      if (st.ok()) st = device_->Synchronize();
+      ++s.calls;
+      s.total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (!st.ok()) [[unlikely]]
+      return StepError(s, std::move(st).TakeError());
+    if (!s.dynamic_dims.empty()) {
+      // An op that sizes its own outputs: the ops after it must see the shapes it produced.
+      for (int k = s.first_output, j = 0; k < static_cast<int>(s.vars.size()); ++k, ++j) {
+        Dims now = s.vars[k] ? s.vars[k]->tensor().dims() : Dims();
+        if (!(now == s.dynamic_dims[j])) {
+          s.dynamic_dims[j] = now;
+          Unprepare(i + 1);
         }
       }
     }
-    if (s.info->infer_shape() != nullptr) {
-      RuntimeShapeContext ctx(*s.attrs, *s.desc, s.in_slots, s.out_slots);
-      Status st = s.info->infer_shape()(ctx);
-      if (!st.ok()) return StepError(s, std::move(st).TakeError());
-    }
-    for (int k = first_output; k < static_cast<int>(s.vars.size()); ++k) {
-      Variable* v = s.vars[k];
-      if (v == nullptr) continue;
-      // An op without a shape function (feed) leaves its outputs' shapes to the outside world:
-      // watch them like external inputs so a new batch size triggers re-inference.
-      if (s.info->infer_shape() == nullptr && external_seen.insert(v).second)
-        externals_.emplace_back(v, v->tensor().dims());
-      produced.insert(v);
-      Tensor& t = v->tensor();
-      if (!t.dims().IsFullyKnown()) {
-        // Outputs the op does not size (feed/fetch lists, outputs set by the kernel itself).
-        continue;
-      }
-      bool inplace = std::find(s.inplace_outputs.begin(), s.inplace_outputs.end(), k) != s.inplace_outputs.end();
-      if (inplace && t.initialized()) continue;
-      Status st = t.Allocate(device_->allocator());
-      if (!st.ok()) return StepError(s, std::move(st).TakeError());
-    }
   }
-  prepared_ = true;
   return Status::OK();
 }
 
 Status Plan::Run() {
-  if (!prepared_ || ExternalShapesChanged()) PC_RETURN_IF_ERROR(Prepare());
-  if (!profile_) {
-    for (auto& sp : steps_) {
-      Status st = sp->kernel->Run(*sp->ctx);
-      if (!st.ok()) [[unlikely]]
-        return StepError(*sp, std::move(st).TakeError());
-    }
-    return Status::OK();
-  }
-  auto run_start = std::chrono::steady_clock::now();
-  for (auto& sp : steps_) {
-    auto t0 = std::chrono::steady_clock::now();
-    Status st = sp->kernel->Run(*sp->ctx);
-    if (st.ok()) st = device_->Synchronize();
-    auto t1 = std::chrono::steady_clock::now();
-    if (!st.ok()) return StepError(*sp, std::move(st).TakeError());
-    ++sp->calls;
-    sp->total_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
-  }
-  profiled_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();
-  return Status::OK();
+  if (!profile_) return RunSteps<false>();
+  auto start = std::chrono::steady_clock::now();
+  Status st = RunSteps<true>();
+  profiled_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return st;
 }
 
 std::vector<OpTypeProfile> Plan::ProfileByType() const {

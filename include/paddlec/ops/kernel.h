@@ -67,6 +67,17 @@ class OpKernel {
   virtual Status Run(KernelContext& ctx) = 0;
 };
 
+/// Runs one sub-block of the program (control-flow ops). Built by the runtime, which owns plans:
+/// the ops layer cannot build them itself.
+class SubBlockRunner {
+ public:
+  virtual ~SubBlockRunner() = default;
+  /// Runs every op of the sub-block once, in a child scope of the plan's scope that persists
+  /// between runs (variables of enclosing blocks resolve to the enclosing scopes).
+  virtual Status Run() = 0;
+};
+using SubBlockFactory = std::function<StatusOr<std::unique_ptr<SubBlockRunner>>(int block_idx)>;
+
 /// What a kernel factory sees of its op instance.
 struct KernelInit {
   const AttrReader& attrs;
@@ -74,6 +85,8 @@ struct KernelInit {
   /// their own `seed` attribute is 0, so a fixed program seed gives reproducible runs.
   uint64_t seed;
   runtime::DeviceContext* device;
+  /// Builds runners for the program's other blocks (null outside a plan).
+  const SubBlockFactory* sub_blocks = nullptr;
 };
 
 using KernelFactory = std::function<StatusOr<std::unique_ptr<OpKernel>>(const KernelInit&)>;

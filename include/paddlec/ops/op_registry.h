@@ -114,6 +114,8 @@ class OpBuilder {
   OpBuilder& RequiredAttr(std::string name, std::string comment) {
     return AddAttr(MakeAttr(name, T{}), std::move(comment), false);
   }
+  /// A BLOCK attribute (the index of a sub-block the op runs); always required.
+  OpBuilder& BlockAttr(std::string name, std::string comment);
   /// Checks on the last attribute added.
   OpBuilder& Min(double v);
   OpBuilder& Max(double v);
@@ -137,6 +139,8 @@ class OpBuilder {
 
   OpBuilder& KernelDTypeFromInput(InSlot slot);
   OpBuilder& KernelDTypeFromAttr(std::string attr);
+  /// For ops whose kernel does not depend on a dtype (control flow): always pick `dtype`'s kernel.
+  OpBuilder& KernelDTypeFixed(DType dtype);
   OpBuilder& Kernel(DeviceType device, DType dtype, KernelFactory factory);
 
  private:

@@ -2,15 +2,18 @@
 //
 // Built once per (block, place, scope): every op's kernel is resolved and created (attributes
 // decoded, primitives cached) and every input/output variable bound, so Run() does no string
-// hashing, no registry lookups and no allocation while shapes stay the same. Shape inference runs
-// on the first step and again only when an external input (a feed, a parameter) changes shape,
-// which is how a variable batch size works. A plan may cover a contiguous range of the block's ops
+// hashing, no registry lookups and no allocation while shapes stay the same. Each op's shapes are
+// inferred (and its outputs allocated) just before it first runs, and again only when an input
+// from outside the plan (a feed, a parameter) changes shape, which is how a variable batch size
+// works, or when an op without a shape function (feed, control flow) produces new shapes: then the
+// ops after it are prepared again. A plan may cover a contiguous range of the block's ops
 // ([begin, end): the partial network run), reading and writing the same scope as other plans.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "paddlec/core/error.h"
@@ -52,7 +55,7 @@ class Plan {
   Status Run();
 
   int num_steps() const { return static_cast<int>(steps_.size()); }
-  /// How many times shapes were inferred (1 + one per external shape change); for tests.
+  /// How many times shapes were inferred from the first op on (1 + one per external shape change).
   int64_t shape_inferences() const { return shape_inferences_; }
   void set_profiling(bool on) { profile_ = on; }
   /// Per-op-type call counts and times over every profiled Run, by descending time.
@@ -62,16 +65,27 @@ class Plan {
 
  private:
   struct Step;
+  struct External {
+    Variable* var;
+    Dims dims;
+    int step;  // the step that first read it
+  };
   Plan() = default;
-  Status Prepare();
+  Status PrepareStep(int i);
+  /// Forgets the preparation of steps [i, end).
+  void Unprepare(int i);
   bool ExternalShapesChanged() const;
   Error StepError(const Step& step, Error e) const;
+  template <bool kProfile>
+  Status RunSteps();
 
   ir::Block* block_ = nullptr;
   DeviceContext* device_ = nullptr;
   std::vector<std::unique_ptr<Step>> steps_;
-  std::vector<std::pair<Variable*, Dims>> externals_;
-  bool prepared_ = false;
+  std::vector<External> externals_;
+  std::unordered_map<Variable*, int> producer_;  // output variable -> first prepared step writing it
+  int prepared_ = 0;                    // steps [0, prepared_) have shapes and memory
+  std::unique_ptr<ops::SubBlockFactory> sub_blocks_;
   bool profile_ = false;
   int64_t shape_inferences_ = 0;
   double profiled_ms_ = 0;
