@@ -13,6 +13,51 @@
 
 namespace paddlec::driver {
 
+std::string CompilePipeline(const CompileOptions& o) {
+  if (!o.train) return o.passes;
+  std::string no_grad;
+  for (const auto& v : o.no_grad) no_grad += (no_grad.empty() ? "" : ";") + v;
+  std::string backward = "backward";
+  std::vector<std::string> bopts;
+  if (!o.loss.empty()) bopts.push_back("loss=" + o.loss);
+  if (!no_grad.empty()) bopts.push_back("no_grad=" + no_grad);
+  if (!bopts.empty()) {
+    backward += "{";
+    for (size_t i = 0; i < bopts.size(); ++i) backward += (i ? "," : "") + bopts[i];
+    backward += "}";
+  }
+  std::string opt = fmt::format("optimizer{{type={},lr={}", o.optimizer, o.lr);
+  if (o.optimizer == "momentum") opt += fmt::format(",momentum={},nesterov={}", o.momentum, o.nesterov);
+  if (o.optimizer == "adam") opt += fmt::format(",beta1={},beta2={},epsilon={}", o.beta1, o.beta2, o.epsilon);
+  if (o.weight_decay > 0) opt += fmt::format(",weight_decay={}", o.weight_decay);
+  if (o.clip_norm > 0) opt += fmt::format(",clip_norm={}", o.clip_norm);
+  opt += "}";
+  return "validate,infer-shape," + backward + "," + opt + ",init-params";
+}
+
+/// The loss when none is named: the one scalar float output of the global block that no op reads.
+StatusOr<std::string> GuessLoss(ir::Module& m) {
+  ir::Block& b = m.main().global_block();
+  ir::DefUse du(b);
+  std::vector<std::string> candidates;
+  for (const auto& op : b.desc().ops())
+    for (const auto& s : op.outputs())
+      for (const auto& a : s.arguments()) {
+        const auto* v = b.FindVar(a);
+        if (v == nullptr || !ir::IsTensorVar(*v) || !IsFloating(ir::VarDType(*v)) || !du.Readers(a).empty()) continue;
+        auto d = ir::VarDims(*v);
+        if (d.ok() && d->Numel() == 1 &&
+            std::find(candidates.begin(), candidates.end(), a) == candidates.end())
+          candidates.push_back(a);
+      }
+  if (candidates.size() == 1) return candidates[0];
+  std::string names;
+  for (const auto& c : candidates) names += (names.empty() ? "" : ", ") + c;
+  return MakeError(ErrorCode::kInvalidArgument, "cannot tell which variable is the loss")
+      .Note(candidates.empty() ? std::string("no op writes an unread scalar; pass --loss=NAME")
+                               : "candidates: " + names + "; pass --loss=NAME");
+}
+
 Status RunCompile(const CompileOptions& options, std::ostream& out) {
   auto t0 = std::chrono::steady_clock::now();
   std::optional<ir::Format> in_format;
@@ -34,10 +79,24 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
   pm_options.print_ir_after = options.print_ir_after;
   pm_options.stop_after = options.stop_after;
   passes::PassManager pm(pm_options);
-  if (!options.pipeline_file.empty()) PC_RETURN_IF_ERROR(pm.AddPipelineFile(options.pipeline_file));
-  else PC_RETURN_IF_ERROR(pm.AddPipeline(options.passes));
-
   PC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> module, ir::LoadModule(options.input, in_format));
+  if (!options.startup.empty()) {
+    PC_ASSIGN_OR_RETURN(ir::pb::ProgramDesc startup, ir::LoadProgramDesc(options.startup));
+    *module->compiled().mutable_startup_program() = std::move(startup);
+    ir::SourceMap main_source = module->main().source_map();
+    paddlec::proto::CompiledProgram compiled = std::move(module->compiled());
+    PC_ASSIGN_OR_RETURN(module, ir::Module::Create(std::move(compiled), std::move(main_source)));
+  }
+  CompileOptions effective = options;
+  if (options.train && options.loss.empty()) {
+    if (!module->compiled().loss().empty()) {
+      effective.loss = module->compiled().loss();
+    } else {
+      PC_ASSIGN_OR_RETURN(effective.loss, GuessLoss(*module));
+    }
+  }
+  if (!options.pipeline_file.empty()) PC_RETURN_IF_ERROR(pm.AddPipelineFile(options.pipeline_file));
+  else PC_RETURN_IF_ERROR(pm.AddPipeline(CompilePipeline(effective)));
   auto t_parsed = std::chrono::steady_clock::now();
 
   const ops::OpRegistry& registry = ops::GlobalOpRegistry();

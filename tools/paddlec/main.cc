@@ -35,6 +35,23 @@ Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
   c->add_flag("--verify-each", o.verify_each, "Check the program against the op protos after every pass");
   c->add_option("--stop-after", o.stop_after, "Run only the first N passes")->check(CLI::NonNegativeNumber);
   c->add_flag("--time-passes", o.time_passes, "Print the time spent parsing, in each pass and writing");
+  c->add_option("--startup", o.startup, "A separate startup ProgramDesc (PaddlePaddle's parameter initializers)");
+  auto* g = "Training";
+  c->add_flag("--train", o.train, "Append backward and optimizer ops (a training program)")->group(g);
+  c->add_option("--loss", o.loss, "The loss variable (default: the one unread scalar)")->group(g);
+  c->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
+      ->capture_default_str()
+      ->group(g);
+  c->add_option("--lr", o.lr, "Learning rate")->capture_default_str()->check(CLI::PositiveNumber)->group(g);
+  c->add_option("--momentum", o.momentum, "Momentum's decay (--optimizer=momentum)")->capture_default_str()->group(g);
+  c->add_flag("--nesterov", o.nesterov, "Nesterov momentum")->group(g);
+  c->add_option("--beta1", o.beta1, "Adam's first-moment decay")->capture_default_str()->group(g);
+  c->add_option("--beta2", o.beta2, "Adam's second-moment decay")->capture_default_str()->group(g);
+  c->add_option("--epsilon", o.epsilon, "Adam's epsilon")->capture_default_str()->group(g);
+  c->add_option("--weight-decay", o.weight_decay, "L2 weight decay for every parameter")->group(g);
+  c->add_option("--clip-norm", o.clip_norm, "Clip gradients to this global L2 norm")->group(g);
+  c->add_option("--no-grad", o.no_grad, "Variables that get no gradient (frozen)")->delimiter(',')->group(g);
   return {c, [&o] { return driver::RunCompile(o, std::cout); }};
 }
 

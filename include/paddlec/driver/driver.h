@@ -32,7 +32,24 @@ struct CompileOptions {
   bool verify_each = false;
   int stop_after = -1;
   bool time_passes = false;
+  /// A separate startup ProgramDesc (PaddlePaddle keeps parameter initializers there).
+  std::string startup;
+
+  // Training: with `train`, the pipeline gains backward and optimizer passes.
+  bool train = false;
+  std::string loss;             // "" = the one scalar output no op reads
+  std::string optimizer = "sgd";
+  double lr = 0.01;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  double weight_decay = 0;
+  double clip_norm = 0;
+  std::vector<std::string> no_grad;
 };
+
+/// The pass pipeline `compile` runs for these options (exposed for tests and `train`).
+std::string CompilePipeline(const CompileOptions& options);
 
 /// `paddlec compile`: parse, run the pass pipeline, write the CompiledProgram.
 Status RunCompile(const CompileOptions& options, std::ostream& out);
