@@ -10,6 +10,7 @@
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
 #include "paddlec/passes/signature.h"
+#include "session.h"
 
 namespace paddlec::driver {
 
@@ -33,29 +34,6 @@ std::string CompilePipeline(const CompileOptions& o) {
   if (o.clip_norm > 0) opt += fmt::format(",clip_norm={}", o.clip_norm);
   opt += "}";
   return "validate,infer-shape," + backward + "," + opt + ",init-params";
-}
-
-/// The loss when none is named: the one scalar float output of the global block that no op reads.
-StatusOr<std::string> GuessLoss(ir::Module& m) {
-  ir::Block& b = m.main().global_block();
-  ir::DefUse du(b);
-  std::vector<std::string> candidates;
-  for (const auto& op : b.desc().ops())
-    for (const auto& s : op.outputs())
-      for (const auto& a : s.arguments()) {
-        const auto* v = b.FindVar(a);
-        if (v == nullptr || !ir::IsTensorVar(*v) || !IsFloating(ir::VarDType(*v)) || !du.Readers(a).empty()) continue;
-        auto d = ir::VarDims(*v);
-        if (d.ok() && d->Numel() == 1 &&
-            std::find(candidates.begin(), candidates.end(), a) == candidates.end())
-          candidates.push_back(a);
-      }
-  if (candidates.size() == 1) return candidates[0];
-  std::string names;
-  for (const auto& c : candidates) names += (names.empty() ? "" : ", ") + c;
-  return MakeError(ErrorCode::kInvalidArgument, "cannot tell which variable is the loss")
-      .Note(candidates.empty() ? std::string("no op writes an unread scalar; pass --loss=NAME")
-                               : "candidates: " + names + "; pass --loss=NAME");
 }
 
 Status RunCompile(const CompileOptions& options, std::ostream& out) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "paddlec/driver/driver.h"
 #include "paddlec/io/params.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
@@ -21,15 +22,49 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) 
   }
   PC_ASSIGN_OR_RETURN(s->module_, ir::LoadModule(options.program, format));
   passes::PassManager pm;
-  // A compiled program already went through the pipeline; it is still checked, since the file may
-  // have been edited since.
-  PC_RETURN_IF_ERROR(pm.AddPipeline(s->module_->was_compiled() ? "validate,infer-shape" : options.passes));
+  if (options.train != nullptr && s->module_->compiled().param_grads_size() == 0) {
+    CompileOptions c = *options.train;
+    c.train = true;
+    if (c.loss.empty()) {
+      if (!s->module_->compiled().loss().empty()) {
+        c.loss = s->module_->compiled().loss();
+      } else {
+        PC_ASSIGN_OR_RETURN(c.loss, GuessLoss(*s->module_));
+      }
+    }
+    PC_RETURN_IF_ERROR(pm.AddPipeline(CompilePipeline(c)));
+  } else {
+    // A compiled program already went through the pipeline; it is still checked, since the file may
+    // have been edited since.
+    PC_RETURN_IF_ERROR(pm.AddPipeline(s->module_->was_compiled() ? "validate,infer-shape" : options.passes));
+  }
   passes::PassContext ctx{ops::GlobalOpRegistry()};
   PC_RETURN_IF_ERROR(pm.Run(*s->module_, ctx));
   passes::ComputeSignature(*s->module_);
   PC_ASSIGN_OR_RETURN(s->executor_,
                       runtime::Executor::Create(place, {.num_threads = options.threads, .seed = options.seed}));
   return s;
+}
+
+StatusOr<std::string> GuessLoss(ir::Module& m) {
+  ir::Block& b = m.main().global_block();
+  ir::DefUse du(b);
+  std::vector<std::string> candidates;
+  for (const auto& op : b.desc().ops())
+    for (const auto& s : op.outputs())
+      for (const auto& a : s.arguments()) {
+        const auto* v = b.FindVar(a);
+        if (v == nullptr || !ir::IsTensorVar(*v) || !IsFloating(ir::VarDType(*v)) || !du.Readers(a).empty()) continue;
+        auto d = ir::VarDims(*v);
+        if (d.ok() && d->Numel() == 1 && std::find(candidates.begin(), candidates.end(), a) == candidates.end())
+          candidates.push_back(a);
+      }
+  if (candidates.size() == 1) return candidates[0];
+  std::string names;
+  for (const auto& c : candidates) names += (names.empty() ? "" : ", ") + c;
+  return MakeError(ErrorCode::kInvalidArgument, "cannot tell which variable is the loss")
+      .Note(candidates.empty() ? std::string("no op writes an unread scalar; pass --loss=NAME")
+                               : "candidates: " + names + "; pass --loss=NAME");
 }
 
 Status Session::InitializeParameters() {

@@ -22,7 +22,13 @@ struct SessionOptions {
   int threads = 0;
   /// The pipeline for programs that are not compiled yet (compiled ones are re-validated only).
   std::string passes = "validate,infer-shape,init-params";
+  /// For training: compile with this pipeline when the program has no gradients yet (the loss
+  /// option of its backward pass is filled in by GuessLoss when empty).
+  const struct CompileOptions* train = nullptr;
 };
+
+/// The loss when none is named: the one scalar float output of the global block that no op reads.
+StatusOr<std::string> GuessLoss(ir::Module& m);
 
 class Session {
  public:

@@ -290,3 +290,29 @@ std::string_view AttrTypeName(pb::AttrType t) {
 }
 
 }  // namespace paddlec::ir
+
+namespace paddlec::ir {
+
+pb::ProgramDesc CloneForTest(const pb::ProgramDesc& program) {
+  pb::ProgramDesc out = program;
+  if (out.blocks_size() == 0) return out;
+  auto* ops = out.mutable_blocks(0)->mutable_ops();
+  int keep = ops->size();
+  for (int i = 0; i < ops->size(); ++i) {
+    bool forward = true;
+    for (const auto& a : ops->Get(i).attrs())
+      if (a.name() == "op_role" && (a.i() & 0x0013)) forward = false;  // backward, optimize, LR schedule
+    if (!forward) {
+      keep = i;
+      break;
+    }
+  }
+  ops->DeleteSubrange(keep, ops->size() - keep);
+  for (auto& block : *out.mutable_blocks())
+    for (auto& op : *block.mutable_ops())
+      for (auto& a : *op.mutable_attrs())
+        if (a.name() == "is_test" && a.type() == pb::BOOLEAN) a.set_b(true);
+  return out;
+}
+
+}  // namespace paddlec::ir

@@ -212,7 +212,7 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
           .Note(have.empty() ? std::string("it has no kernels at all") : "kernels available: " + have);
     }
     uint64_t seed = SplitMix64(options.seed * 0x100000001B3ull + static_cast<uint64_t>(i) + 1);
-    ops::KernelInit init{*step->attrs, seed, &device, plan->sub_blocks_.get()};
+    ops::KernelInit init{*step->attrs, seed, &device, plan->sub_blocks_.get(), options.start_step};
     auto kernel = (*factory)(init);
     if (!kernel.ok()) {
       Error e = std::move(kernel).status().TakeError();

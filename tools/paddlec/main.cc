@@ -18,6 +18,8 @@ struct Command {
   std::function<Status()> run;
 };
 
+void AddTrainingFlags(CLI::App& c, driver::CompileOptions& o);
+
 Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
   CLI::App* c = app.add_subcommand("compile", "Validate a program, infer its shapes, run passes, write the result");
   c->add_option("input", o.input, "Program to compile (.pbtxt, .pb/.pdmodel, .json, or a compiled program)")
@@ -36,23 +38,61 @@ Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
   c->add_option("--stop-after", o.stop_after, "Run only the first N passes")->check(CLI::NonNegativeNumber);
   c->add_flag("--time-passes", o.time_passes, "Print the time spent parsing, in each pass and writing");
   c->add_option("--startup", o.startup, "A separate startup ProgramDesc (PaddlePaddle's parameter initializers)");
-  auto* g = "Training";
-  c->add_flag("--train", o.train, "Append backward and optimizer ops (a training program)")->group(g);
-  c->add_option("--loss", o.loss, "The loss variable (default: the one unread scalar)")->group(g);
-  c->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")
+  c->add_flag("--train", o.train, "Append backward and optimizer ops (a training program)")->group("Training");
+  AddTrainingFlags(*c, o);
+  return {c, [&o] { return driver::RunCompile(o, std::cout); }};
+}
+
+/// The flags that choose how a program is compiled for training (compile --train, and train).
+void AddTrainingFlags(CLI::App& c, driver::CompileOptions& o) {
+  const char* g = "Training";
+  c.add_option("--loss", o.loss, "The loss variable (default: the one unread scalar)")->group(g);
+  c.add_option("--optimizer", o.optimizer, "sgd, momentum or adam")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
       ->capture_default_str()
       ->group(g);
-  c->add_option("--lr", o.lr, "Learning rate")->capture_default_str()->check(CLI::PositiveNumber)->group(g);
-  c->add_option("--momentum", o.momentum, "Momentum's decay (--optimizer=momentum)")->capture_default_str()->group(g);
-  c->add_flag("--nesterov", o.nesterov, "Nesterov momentum")->group(g);
-  c->add_option("--beta1", o.beta1, "Adam's first-moment decay")->capture_default_str()->group(g);
-  c->add_option("--beta2", o.beta2, "Adam's second-moment decay")->capture_default_str()->group(g);
-  c->add_option("--epsilon", o.epsilon, "Adam's epsilon")->capture_default_str()->group(g);
-  c->add_option("--weight-decay", o.weight_decay, "L2 weight decay for every parameter")->group(g);
-  c->add_option("--clip-norm", o.clip_norm, "Clip gradients to this global L2 norm")->group(g);
-  c->add_option("--no-grad", o.no_grad, "Variables that get no gradient (frozen)")->delimiter(',')->group(g);
-  return {c, [&o] { return driver::RunCompile(o, std::cout); }};
+  c.add_option("--lr", o.lr, "Learning rate")->capture_default_str()->check(CLI::PositiveNumber)->group(g);
+  c.add_option("--momentum", o.momentum, "Momentum's decay (--optimizer=momentum)")->capture_default_str()->group(g);
+  c.add_flag("--nesterov", o.nesterov, "Nesterov momentum")->group(g);
+  c.add_option("--beta1", o.beta1, "Adam's first-moment decay")->capture_default_str()->group(g);
+  c.add_option("--beta2", o.beta2, "Adam's second-moment decay")->capture_default_str()->group(g);
+  c.add_option("--epsilon", o.epsilon, "Adam's epsilon")->capture_default_str()->group(g);
+  c.add_option("--weight-decay", o.weight_decay, "L2 weight decay for every parameter")->group(g);
+  c.add_option("--clip-norm", o.clip_norm, "Clip gradients to this global L2 norm")->group(g);
+  c.add_option("--no-grad", o.no_grad, "Variables that get no gradient (frozen)")->delimiter(',')->group(g);
+}
+
+Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
+  CLI::App* c = app.add_subcommand("train", "Train a program on a dataset, evaluating and checkpointing");
+  c->add_option("program", o.program, "A forward program (compiled for training on the fly) or `compile --train` output")
+      ->required();
+  c->add_option("--dataset", o.dataset, "fashion-mnist[:DIR] or mnist:DIR (four IDX files, .gz or plain)")
+      ->capture_default_str();
+  c->add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
+  c->add_option("--batch-size", o.batch_size, "Samples per step")->capture_default_str();
+  c->add_option("--device", o.device, "cpu, gpu or gpu:N")->capture_default_str();
+  c->add_option("--save", o.save_dir, "Write a checkpoint here after each epoch (DIR/epoch-N, DIR/LATEST)");
+  c->add_option("--resume", o.resume, "Continue from a checkpoint (or the LATEST one of a --save directory)");
+  c->add_option("--eval-every", o.eval_every, "Also evaluate on the test set every N steps");
+  c->add_option("--metrics", o.metrics_file, "Append one JSON line per evaluation to this file");
+  c->add_option("--seed", o.seed, "Seed of parameter initialization, shuffling and random ops")->capture_default_str();
+  c->add_option("--threads", o.threads, "CPU threads (default: one per core)");
+  c->add_option("--limit-train", o.limit_train, "Use only the first N training samples");
+  c->add_option("--limit-test", o.limit_test, "Use only the first N test samples");
+  c->add_option("--normalize", o.normalize, "Pixel scaling: unit ([0, 1]) or meanstd")
+      ->check(CLI::IsMember({"unit", "meanstd"}))
+      ->capture_default_str();
+  c->add_option("--image-var", o.image_var, "The image input (default: the float input)");
+  c->add_option("--label-var", o.label_var, "The label input (default: the integer input)");
+  c->add_option("--predictions-var", o.predictions_var, "The class scores (default: the last [batch, classes] output)");
+  c->add_option("--save-params", o.save_params, "Write the trained model's parameters here at the end");
+  c->add_flag("!--no-progress", o.progress, "No progress output while training");
+  c->add_option("--input-format", o.input_format, "Program format when the extension does not tell")
+      ->check(CLI::IsMember({"text", "binary", "json"}));
+  o.compile.optimizer = "adam";
+  o.compile.lr = 0.001;
+  AddTrainingFlags(*c, o.compile);
+  return {c, [&o] { return driver::RunTrain(o, std::cout); }};
 }
 
 Command AddRun(CLI::App& app, driver::RunOptions& o) {
@@ -97,8 +137,10 @@ int main(int argc, char** argv) {
 
   driver::CompileOptions compile;
   driver::RunOptions run;
+  driver::TrainOptions train;
   driver::DumpOpProtosOptions dump;
-  std::vector<Command> commands = {AddCompile(app, compile), AddRun(app, run), AddDumpOpProtos(app, dump)};
+  std::vector<Command> commands = {AddCompile(app, compile), AddRun(app, run), AddTrain(app, train),
+                                   AddDumpOpProtos(app, dump)};
 
   // CLI11 reports a mistyped command as "A subcommand is required"; say what went wrong instead.
   for (int i = 1; i < argc; ++i) {

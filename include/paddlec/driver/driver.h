@@ -78,6 +78,32 @@ struct RunOptions {
 /// `paddlec run`: initialize or load parameters, feed, run the main program, fetch.
 Status RunRun(const RunOptions& options, std::ostream& out);
 
+struct TrainOptions {
+  std::string program;
+  std::string input_format;
+  std::string dataset = "fashion-mnist";  // "fashion-mnist[:DIR]" (DIR holds the four IDX files)
+  int epochs = 1;
+  int batch_size = 64;
+  std::string device = "cpu";
+  std::string save_dir;        // checkpoints: DIR/epoch-NNNN/{params.pdiparams,checkpoint.json}, DIR/LATEST
+  std::string resume;          // a checkpoint directory, or a --save directory (its LATEST)
+  int eval_every = 0;          // also evaluate every N steps (0: at the end of each epoch only)
+  std::string metrics_file;    // one JSON object per evaluation
+  uint64_t seed = 1;
+  int threads = 0;
+  int64_t limit_train = 0;     // use only the first N training / test samples (0: all)
+  int64_t limit_test = 0;
+  std::string normalize = "unit";  // unit | meanstd
+  std::string image_var, label_var, predictions_var;  // "" = found from the program
+  std::string save_params;     // after training, write the parameters (model only) here
+  bool progress = true;
+  /// How to compile a program that has no backward ops yet (optimizer, lr, ...).
+  CompileOptions compile;
+};
+
+/// `paddlec train`: compile for training if needed, train on a dataset, evaluate, checkpoint.
+Status RunTrain(const TrainOptions& options, std::ostream& out);
+
 /// `paddlec dump-opprotos`: every registered OpProto with defaults and checks, sorted by type.
 Status RunDumpOpProtos(const DumpOpProtosOptions& options, std::ostream& out);
 

@@ -200,3 +200,12 @@ class Module {
 std::string_view AttrTypeName(pb::AttrType t);
 
 }  // namespace paddlec::ir
+
+namespace paddlec::ir {
+
+/// The forward part of a training program, for evaluation: the global block's ops up to the first
+/// backward/optimizer op (by op_role), with `is_test` set on every op that has that attribute
+/// (dropout, batch_norm), like PaddlePaddle's Program.clone(for_test=True).
+pb::ProgramDesc CloneForTest(const pb::ProgramDesc& program);
+
+}  // namespace paddlec::ir

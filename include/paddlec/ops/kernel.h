@@ -87,6 +87,9 @@ struct KernelInit {
   runtime::DeviceContext* device;
   /// Builds runners for the program's other blocks (null outside a plan).
   const SubBlockFactory* sub_blocks = nullptr;
+  /// The number of steps run before this plan (a resumed training run): random kernels start their
+  /// step counters here, so a resumed run draws exactly what an uninterrupted one would.
+  uint64_t start_step = 0;
 };
 
 using KernelFactory = std::function<StatusOr<std::unique_ptr<OpKernel>>(const KernelInit&)>;

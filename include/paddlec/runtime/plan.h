@@ -34,6 +34,8 @@ struct PlanOptions {
   int op_end = -1;  // -1 = to the end of the block
   /// The program's random seed; each random op derives its own from it and its index.
   uint64_t seed = 0;
+  /// Steps already run by earlier plans of the same program (resuming): see KernelInit::start_step.
+  uint64_t start_step = 0;
   bool profile = false;
 };
 

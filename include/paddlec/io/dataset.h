@@ -1,0 +1,47 @@
+// Datasets for `paddlec train`: IDX files (the MNIST family's format) and the image/label
+// classification dataset built from them, with seeded shuffling and normalization.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "paddlec/core/error.h"
+
+namespace paddlec::io {
+
+/// An IDX array of unsigned bytes (the only element type the MNIST family uses).
+struct IdxArray {
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> data;
+};
+
+/// Reads an IDX file, gzip-compressed (zlib) or plain; sizes are checked against the header and
+/// the header against sane limits before anything is allocated. Errors name the file.
+StatusOr<IdxArray> ReadIdx(const std::string& path);
+
+enum class Normalization {
+  kUnit,     // pixel / 255, in [0, 1]
+  kMeanStd,  // (pixel / 255 - mean) / std over the training images
+};
+
+/// Images as float32 rows of H*W values, labels as int64.
+struct ClassificationSet {
+  int64_t count = 0, height = 0, width = 0;
+  std::vector<float> images;
+  std::vector<int64_t> labels;
+  int64_t num_classes() const;
+};
+
+struct ImageDataset {
+  ClassificationSet train, test;
+};
+
+/// Loads `<dir>/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]` (Fashion-MNIST / MNIST layout).
+StatusOr<ImageDataset> LoadImageDataset(const std::string& dir, Normalization norm = Normalization::kUnit);
+
+/// The sample order of epoch `epoch`: a Fisher-Yates shuffle seeded by (seed, epoch), so a resumed
+/// run sees exactly the order an uninterrupted one does.
+std::vector<int64_t> EpochOrder(int64_t count, uint64_t seed, int64_t epoch);
+
+}  // namespace paddlec::io

@@ -1,0 +1,431 @@
+// `paddlec train`: the training loop over an image classification dataset, with evaluation,
+// progress reporting, metrics, and atomic checkpoints that resume exactly.
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <ostream>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "paddlec.pb.h"
+#include "paddlec/core/file.h"
+#include "paddlec/driver/driver.h"
+#include "paddlec/io/dataset.h"
+#include "paddlec/io/params.h"
+#include "paddlec/ir/serialize.h"
+#include "paddlec/ops/op_registry.h"
+#include "session.h"
+
+namespace paddlec::driver {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = ::paddle::framework::proto;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kDefaultFashionMnist[] = "/usr/share/datasets/fashion-mnist";
+
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+/// What the training loop feeds and reads, found from the program unless given.
+struct Interface {
+  std::string image, label, loss, predictions;
+  Dims image_dims, label_dims;  // declared, batch dim -1
+};
+
+StatusOr<Interface> FindInterface(ir::Module& m, const TrainOptions& o, int64_t pixels, int64_t classes) {
+  Interface io;
+  ir::Block& b = m.main().global_block();
+  for (const auto& f : m.compiled().feed_targets()) {
+    DType t = static_cast<DType>(f.data_type());
+    if (o.image_var.empty() && IsFloating(t) && io.image.empty()) io.image = f.name();
+    if (o.label_var.empty() && (t == DType::kInt64 || t == DType::kInt32) && io.label.empty()) io.label = f.name();
+  }
+  if (!o.image_var.empty()) io.image = o.image_var;
+  if (!o.label_var.empty()) io.label = o.label_var;
+  if (io.image.empty() || io.label.empty())
+    return MakeError(ErrorCode::kInvalidArgument, "cannot find the image and label inputs of the program")
+        .Note("name them with --image-var and --label-var");
+  for (auto [name, dims] : {std::pair{&io.image, &io.image_dims}, std::pair{&io.label, &io.label_dims}}) {
+    const pb::VarDesc* v = b.FindVar(*name);
+    if (v == nullptr) return MakeError(ErrorCode::kNotFound, "the program has no variable '{}'", *name);
+    PC_ASSIGN_OR_RETURN(*dims, ir::VarDims(*v));
+  }
+  if (io.image_dims.rank() < 2 || io.image_dims.Product(1, io.image_dims.rank()) != pixels)
+    return MakeError(ErrorCode::kInvalidArgument, "input '{}' has shape {}, which does not hold {}-pixel images",
+                     io.image, io.image_dims.ToString(), pixels);
+  if (io.label_dims.Product(1, io.label_dims.rank()) != 1)
+    return MakeError(ErrorCode::kInvalidArgument, "label input '{}' has shape {}; expected [-1] or [-1, 1]", io.label,
+                     io.label_dims.ToString());
+  io.loss = m.compiled().loss();
+  io.predictions = o.predictions_var;
+  if (io.predictions.empty()) {
+    // The last forward output shaped [batch, classes]: logits or probabilities, same argmax.
+    for (const auto& op : b.desc().ops()) {
+      bool forward = true;
+      for (const auto& a : op.attrs())
+        if (a.name() == "op_role" && (a.i() & 0x13)) forward = false;
+      if (!forward) break;
+      for (const auto& s : op.outputs())
+        for (const auto& a : s.arguments()) {
+          const pb::VarDesc* v = b.FindVar(a);
+          if (v == nullptr || !ir::IsTensorVar(*v) || !IsFloating(ir::VarDType(*v))) continue;
+          auto d = ir::VarDims(*v);
+          if (d.ok() && d->rank() == 2 && (*d)[1] == classes) io.predictions = a;
+        }
+    }
+    if (io.predictions.empty())
+      return MakeError(ErrorCode::kInvalidArgument, "cannot find the class scores ([batch, {}]) of the program", classes)
+          .Note("name them with --predictions-var");
+  }
+  return io;
+}
+
+/// Copies samples order[begin, end) into host tensors shaped like the declared inputs.
+void FillBatch(const io::ClassificationSet& set, const std::vector<int64_t>& order, int64_t begin, int64_t end,
+               const Interface& io, DType label_type, runtime::Tensor& images, runtime::Tensor& labels,
+               runtime::Allocator& alloc) {
+  int64_t n = end - begin, pixels = set.height * set.width;
+  Dims idims = io.image_dims;
+  idims[0] = n;
+  Dims ldims = io.label_dims;
+  ldims[0] = n;
+  images.Set(DType::kFloat32, idims);
+  labels.Set(label_type, ldims);
+  (void)images.Allocate(alloc);
+  (void)labels.Allocate(alloc);
+  float* ip = images.data<float>();
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(ip + i * pixels, set.images.data() + order[begin + i] * pixels, pixels * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t l = set.labels[order[begin + i]];
+    if (label_type == DType::kInt64) labels.data<int64_t>()[i] = l;
+    else labels.data<int32_t>()[i] = static_cast<int32_t>(l);
+  }
+}
+
+class Progress {
+ public:
+  Progress(std::ostream& out, bool enabled) : out_(out), tty_(enabled && ::isatty(STDOUT_FILENO)), enabled_(enabled) {}
+  void Update(int epoch, int epochs, int64_t batch, int64_t batches, double loss, double samples_per_s) {
+    if (!enabled_) return;
+    auto now = Clock::now();
+    bool last = batch == batches;
+    if (tty_) {
+      if (!last && Seconds(last_, now) < 0.1) return;
+      last_ = now;
+      int width = 30, filled = static_cast<int>(width * batch / std::max<int64_t>(1, batches));
+      out_ << fmt::format("\repoch {}/{} [{}{}] {}/{}  loss {:.4f}  {:.0f} samples/s", epoch, epochs,
+                          std::string(filled, '='), std::string(width - filled, ' '), batch, batches, loss,
+                          samples_per_s)
+           << (last ? "\n" : "") << std::flush;
+    } else {
+      // Plain lines for logs: about ten per epoch.
+      int64_t every = std::max<int64_t>(1, batches / 10);
+      if (batch % every != 0 && !last) return;
+      out_ << fmt::format("epoch {}/{}  step {}/{}  loss {:.4f}  {:.0f} samples/s\n", epoch, epochs, batch, batches,
+                          loss, samples_per_s);
+    }
+  }
+
+ private:
+  std::ostream& out_;
+  bool tty_, enabled_;
+  Clock::time_point last_{};
+};
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& o, std::ostream& out) : o_(o), out_(out) {}
+
+  Status Run() {
+    if (o_.epochs < 1) return MakeError(ErrorCode::kInvalidArgument, "--epochs must be at least 1");
+    if (o_.batch_size < 1) return MakeError(ErrorCode::kInvalidArgument, "--batch-size must be at least 1");
+    PC_RETURN_IF_ERROR(LoadData());
+    PC_ASSIGN_OR_RETURN(session_, Session::Open({.program = o_.program,
+                                                 .input_format = o_.input_format,
+                                                 .device = o_.device,
+                                                 .seed = o_.seed,
+                                                 .threads = o_.threads,
+                                                 .train = &o_.compile}));
+    ir::Module& m = session_->module();
+    if (m.compiled().param_grads_size() == 0)
+      return MakeError(ErrorCode::kInvalidArgument, "the program has no parameters to train");
+    PC_ASSIGN_OR_RETURN(io_, FindInterface(m, o_, data_.train.height * data_.train.width, classes_));
+    label_type_ = ir::VarDType(*m.main().global_block().FindVar(io_.label));
+    const auto& params = m.compiled().parameters();
+    param_names_.assign(params.begin(), params.end());
+
+    // The evaluation program: the forward ops, with is_test set.
+    paddlec::proto::CompiledProgram test;
+    *test.mutable_main_program() = ir::CloneForTest(m.compiled().main_program());
+    PC_ASSIGN_OR_RETURN(test_, ir::Module::Create(std::move(test)));
+
+    int64_t start_epoch = 0;
+    if (!o_.resume.empty()) {
+      PC_ASSIGN_OR_RETURN(start_epoch, Resume());
+    } else {
+      PC_RETURN_IF_ERROR(session_->InitializeParameters());
+    }
+    runtime::Scope& root = session_->scope();
+    train_scope_ = &root.NewChild();
+    eval_scope_ = &root.NewChild();
+    auto& exec = session_->executor();
+    PC_ASSIGN_OR_RETURN(train_plan_, exec.Prepare(m.main().global_block(), *train_scope_,
+                                                  {.seed = o_.seed, .start_step = static_cast<uint64_t>(step_)}));
+    PC_ASSIGN_OR_RETURN(eval_plan_, exec.Prepare(test_->main().global_block(), *eval_scope_, {.seed = o_.seed}));
+
+    if (!o_.metrics_file.empty() && start_epoch == 0) PC_RETURN_IF_ERROR(WriteFileAtomic(o_.metrics_file, ""));
+    int64_t n = data_.train.count;
+    int64_t batches = (n + o_.batch_size - 1) / o_.batch_size;
+    Progress progress(out_, o_.progress);
+    auto run_start = Clock::now();
+    for (int64_t epoch = start_epoch; epoch < o_.epochs; ++epoch) {
+      std::vector<int64_t> order = io::EpochOrder(n, o_.seed, epoch);
+      double loss_sum = 0;
+      int64_t seen = 0;
+      auto t0 = Clock::now();
+      for (int64_t b = 0; b < batches; ++b) {
+        int64_t begin = b * o_.batch_size, end = std::min(n, begin + o_.batch_size);
+        FillBatch(data_.train, order, begin, end, io_, label_type_, host_images_, host_labels_, *host_alloc_);
+        auto& dev = exec.device();
+        PC_RETURN_IF_ERROR(dev.CopyFromHost(host_images_, train_scope_->Var(io_.image).tensor()));
+        PC_RETURN_IF_ERROR(dev.CopyFromHost(host_labels_, train_scope_->Var(io_.label).tensor()));
+        PC_RETURN_IF_ERROR(train_plan_->Run());
+        ++step_;
+        PC_ASSIGN_OR_RETURN(double loss, Scalar(*train_scope_, io_.loss));
+        if (!std::isfinite(loss))
+          return MakeError(ErrorCode::kRuntime, "the loss became {} at step {} (epoch {})", loss, step_, epoch + 1)
+              .Note("lower the learning rate (--lr) or clip gradients (--clip-norm)");
+        loss_sum += loss * (end - begin);
+        seen += end - begin;
+        double sps = seen / std::max(1e-9, Seconds(t0, Clock::now()));
+        progress.Update(static_cast<int>(epoch + 1), o_.epochs, b + 1, batches, loss_sum / seen, sps);
+        if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && b + 1 < batches) {
+          PC_ASSIGN_OR_RETURN(EvalResult r, Evaluate());
+          PC_RETURN_IF_ERROR(Report(epoch, loss_sum / seen, r, sps, Seconds(run_start, Clock::now()), false));
+        }
+      }
+      double train_s = Seconds(t0, Clock::now());
+      double sps = seen / std::max(1e-9, train_s);
+      PC_ASSIGN_OR_RETURN(EvalResult r, Evaluate());
+      PC_RETURN_IF_ERROR(Report(epoch, loss_sum / seen, r, sps, Seconds(run_start, Clock::now()), true));
+      out_ << fmt::format("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%, {:.1f} s, {:.0f} samples/s\n",
+                          epoch + 1, o_.epochs, loss_sum / seen, r.loss, 100 * r.accuracy, train_s, sps)
+           << std::flush;
+      if (!o_.save_dir.empty()) PC_RETURN_IF_ERROR(SaveCheckpoint(epoch + 1, r.accuracy));
+    }
+    if (!o_.save_params.empty()) {
+      // The model's own parameters only (no optimizer state): what inference needs.
+      std::vector<std::string> model;
+      for (const auto& pg : m.compiled().param_grads()) model.push_back(pg.param());
+      for (const auto& p : param_names_)
+        if (std::find(model.begin(), model.end(), p) == model.end() && !p.starts_with("learning_rate") &&
+            p.find("_moment") == std::string::npos && p.find("_velocity_") == std::string::npos &&
+            p.find("_pow_acc_") == std::string::npos)
+          model.push_back(p);
+      std::sort(model.begin(), model.end());
+      PC_RETURN_IF_ERROR(io::SaveParams(o_.save_params, model, session_->scope(), exec.device()));
+    }
+    return Status::OK();
+  }
+
+ private:
+  Status LoadData() {
+    std::string spec = o_.dataset, dir;
+    size_t colon = spec.find(':');
+    std::string name = spec.substr(0, colon);
+    if (colon != std::string::npos) dir = spec.substr(colon + 1);
+    if (name != "fashion-mnist" && name != "mnist")
+      return MakeError(ErrorCode::kInvalidArgument, "unknown dataset '{}'", name)
+          .Note("expected fashion-mnist[:DIR] or mnist:DIR");
+    if (dir.empty()) {
+      if (name == "mnist") return MakeError(ErrorCode::kInvalidArgument, "--dataset=mnist needs a directory: mnist:DIR");
+      dir = kDefaultFashionMnist;
+    }
+    if (o_.normalize != "unit" && o_.normalize != "meanstd")
+      return MakeError(ErrorCode::kInvalidArgument, "--normalize must be unit or meanstd, not '{}'", o_.normalize);
+    PC_ASSIGN_OR_RETURN(data_, io::LoadImageDataset(dir, o_.normalize == "unit" ? io::Normalization::kUnit
+                                                                                 : io::Normalization::kMeanStd));
+    classes_ = data_.train.num_classes();
+    auto limit = [](io::ClassificationSet& set, int64_t n) {
+      if (n <= 0 || n >= set.count) return;
+      set.count = n;
+      set.images.resize(static_cast<size_t>(n * set.height * set.width));
+      set.labels.resize(static_cast<size_t>(n));
+    };
+    limit(data_.train, o_.limit_train);
+    limit(data_.test, o_.limit_test);
+    return Status::OK();
+  }
+
+  StatusOr<double> Scalar(runtime::Scope& scope, const std::string& name) {
+    runtime::Variable* v = scope.Find(name);
+    if (v == nullptr || !v->tensor().initialized())
+      return MakeError(ErrorCode::kNotFound, "variable '{}' holds no value after the step", name);
+    runtime::Tensor host;
+    PC_RETURN_IF_ERROR(session_->executor().device().CopyToHost(v->tensor(), host, *host_alloc_));
+    double value = 0;
+    PC_RETURN_IF_ERROR(VisitDType(host.dtype(), [&]<class T>() { value = static_cast<double>(host.data<T>()[0]); }));
+    return value;
+  }
+
+  StatusOr<EvalResult> Evaluate() {
+    const io::ClassificationSet& set = data_.test;
+    std::vector<int64_t> order(static_cast<size_t>(set.count));
+    for (int64_t i = 0; i < set.count; ++i) order[i] = i;
+    int64_t bs = std::max<int64_t>(o_.batch_size, 500), correct = 0;
+    double loss_sum = 0;
+    auto& dev = session_->executor().device();
+    for (int64_t begin = 0; begin < set.count; begin += bs) {
+      int64_t end = std::min(set.count, begin + bs);
+      FillBatch(set, order, begin, end, io_, label_type_, host_images_, host_labels_, *host_alloc_);
+      PC_RETURN_IF_ERROR(dev.CopyFromHost(host_images_, eval_scope_->Var(io_.image).tensor()));
+      PC_RETURN_IF_ERROR(dev.CopyFromHost(host_labels_, eval_scope_->Var(io_.label).tensor()));
+      PC_RETURN_IF_ERROR(eval_plan_->Run());
+      PC_ASSIGN_OR_RETURN(double loss, Scalar(*eval_scope_, io_.loss));
+      loss_sum += loss * (end - begin);
+      runtime::Variable* p = eval_scope_->Find(io_.predictions);
+      if (p == nullptr) return MakeError(ErrorCode::kNotFound, "'{}' holds no value after evaluation", io_.predictions);
+      runtime::Tensor scores;
+      PC_RETURN_IF_ERROR(dev.CopyToHost(p->tensor(), scores, *host_alloc_));
+      if (scores.dtype() != DType::kFloat32 || scores.dims().rank() != 2 || scores.dims()[0] != end - begin)
+        return MakeError(ErrorCode::kRuntime, "'{}' has shape {}; expected [{}, classes] float32", io_.predictions,
+                         scores.dims().ToString(), end - begin);
+      int64_t c = scores.dims()[1];
+      for (int64_t i = 0; i < end - begin; ++i) {
+        const float* row = scores.data<float>() + i * c;
+        int64_t best = std::max_element(row, row + c) - row;
+        correct += best == set.labels[begin + i];
+      }
+    }
+    return EvalResult{loss_sum / std::max<int64_t>(1, set.count),
+                      static_cast<double>(correct) / std::max<int64_t>(1, set.count)};
+  }
+
+  Status Report(int64_t epoch, double train_loss, const EvalResult& r, double sps, double wall, bool epoch_end) {
+    if (o_.metrics_file.empty()) return Status::OK();
+    metrics_ += fmt::format(
+        "{{\"epoch\": {}, \"step\": {}, \"epoch_end\": {}, \"train_loss\": {:.6g}, \"test_loss\": {:.6g}, "
+        "\"test_accuracy\": {:.6g}, \"samples_per_sec\": {:.6g}, \"wall_s\": {:.6g}}}\n",
+        epoch + 1, step_, epoch_end ? "true" : "false", train_loss, r.loss, r.accuracy, sps, wall);
+    // Rewritten whole and atomically, so the file is always complete JSON lines.
+    auto previous = ReadFile(o_.metrics_file);
+    std::string base = metrics_base_loaded_ ? metrics_base_ : (previous.ok() ? *previous : std::string());
+    if (!metrics_base_loaded_) {
+      metrics_base_ = base;
+      metrics_base_loaded_ = true;
+    }
+    return WriteFileAtomic(o_.metrics_file, metrics_base_ + metrics_);
+  }
+
+  Status SaveCheckpoint(int64_t epochs_done, double accuracy) {
+    fs::path dir(o_.save_dir);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return MakeError(ErrorCode::kIO, "cannot create '{}': {}", dir.string(), ec.message());
+    std::string name = fmt::format("epoch-{:04d}", epochs_done);
+    fs::path tmp = dir / fmt::format(".{}.tmp.{}", name, ::getpid());
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp, ec);
+    if (ec) return MakeError(ErrorCode::kIO, "cannot create '{}': {}", tmp.string(), ec.message());
+    PC_RETURN_IF_ERROR(
+        io::SaveParams((tmp / "params.pdiparams").string(), param_names_, session_->scope(), session_->executor().device()));
+    if (const char* fault = std::getenv("PADDLEC_FAULT_INJECT"); fault && std::string_view(fault) == "checkpoint") {
+      // Test hook: die the way `kill -9` would, half-way through writing a checkpoint.
+      std::_Exit(137);
+    }
+    paddlec::proto::Checkpoint ck;
+    ck.set_format_version(1);
+    ck.set_epoch(epochs_done);
+    ck.set_step(step_);
+    ck.set_seed(o_.seed);
+    ck.set_batch_size(o_.batch_size);
+    ck.set_test_accuracy(accuracy);
+    for (const auto& p : param_names_) ck.add_parameters(p);
+    PC_ASSIGN_OR_RETURN(std::string json, ir::Serialize(ck, ir::Format::kJson));
+    PC_RETURN_IF_ERROR(WriteFileAtomic((tmp / "checkpoint.json").string(), json));
+    // Publish: rename the finished directory into place, then point LATEST at it (both atomic).
+    fs::path final_dir = dir / name;
+    if (fs::exists(final_dir)) {
+      fs::path old = dir / fmt::format(".{}.old.{}", name, ::getpid());
+      fs::rename(final_dir, old, ec);
+      if (ec) return MakeError(ErrorCode::kIO, "cannot replace '{}': {}", final_dir.string(), ec.message());
+      fs::rename(tmp, final_dir, ec);
+      fs::remove_all(old);
+    } else {
+      fs::rename(tmp, final_dir, ec);
+    }
+    if (ec) return MakeError(ErrorCode::kIO, "cannot publish checkpoint '{}': {}", final_dir.string(), ec.message());
+    PC_RETURN_IF_ERROR(WriteFileAtomic((dir / "LATEST").string(), name + "\n"));
+    // Leftovers of runs killed while writing are removed once a checkpoint is safely published.
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::string f = e.path().filename().string();
+      if (f.starts_with(".epoch-") && e.is_directory() && e.path() != tmp) fs::remove_all(e.path(), ec);
+    }
+    spdlog::info("checkpoint written to {}", final_dir.string());
+    return Status::OK();
+  }
+
+  StatusOr<int64_t> Resume() {
+    fs::path dir(o_.resume);
+    if (fs::exists(dir / "LATEST")) {
+      PC_ASSIGN_OR_RETURN(std::string latest, ReadFile((dir / "LATEST").string(), 4096));
+      while (!latest.empty() && std::isspace(static_cast<unsigned char>(latest.back()))) latest.pop_back();
+      dir /= latest;
+    }
+    PC_ASSIGN_OR_RETURN(std::string json, ReadFile((dir / "checkpoint.json").string(), 16 << 20));
+    paddlec::proto::Checkpoint ck;
+    auto st = google::protobuf::util::JsonStringToMessage(json, &ck);
+    if (!st.ok())
+      return MakeError(ErrorCode::kParse, "'{}' is not a paddlec checkpoint: {}", (dir / "checkpoint.json").string(),
+                       std::string(st.message()));
+    std::vector<std::string> names(ck.parameters().begin(), ck.parameters().end());
+    if (names != param_names_)
+      return MakeError(ErrorCode::kValidation, "checkpoint '{}' holds {} variables that do not match the program's {}",
+                       dir.string(), names.size(), param_names_.size())
+          .Note("resume with the program (and optimizer settings) the checkpoint was written with");
+    if (ck.seed() != o_.seed || ck.batch_size() != o_.batch_size)
+      spdlog::warn("resuming with seed {} / batch size {}, the checkpoint used {} / {}: the run will not match an "
+                   "uninterrupted one",
+                   o_.seed, o_.batch_size, ck.seed(), ck.batch_size());
+    PC_RETURN_IF_ERROR(io::LoadParams((dir / "params.pdiparams").string(), names, session_->scope(),
+                                      session_->executor().device(), &session_->main_block()));
+    step_ = ck.step();
+    out_ << fmt::format("resumed from {} (epoch {}, step {})\n", dir.string(), ck.epoch(), ck.step());
+    return ck.epoch();
+  }
+
+  const TrainOptions& o_;
+  std::ostream& out_;
+  io::ImageDataset data_;
+  int64_t classes_ = 0;
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<ir::Module> test_;
+  Interface io_;
+  DType label_type_ = DType::kInt64;
+  std::vector<std::string> param_names_;
+  runtime::Scope* train_scope_ = nullptr;
+  runtime::Scope* eval_scope_ = nullptr;
+  std::unique_ptr<runtime::Plan> train_plan_, eval_plan_;
+  int64_t step_ = 0;
+  std::shared_ptr<runtime::Allocator> host_alloc_ = runtime::CpuCachingAllocator::Create();
+  runtime::Tensor host_images_, host_labels_;
+  std::string metrics_, metrics_base_;
+  bool metrics_base_loaded_ = false;
+};
+
+}  // namespace
+
+Status RunTrain(const TrainOptions& options, std::ostream& out) { return Trainer(options, out).Run(); }
+
+}  // namespace paddlec::driver
