@@ -144,12 +144,10 @@ class GaussianKernel final : public OpKernel {
         if (u1 < 1e-300) u1 = 1e-300;
         double r = std::sqrt(-2.0 * std::log(u1));
         constexpr double kTwoPi = 6.283185307179586;
-        double z0 = r * std::cos(kTwoPi * u2);
+        // Both halves computed unconditionally so the compiler fuses sin and cos into one sincos call.
+        double z0 = r * std::cos(kTwoPi * u2), z1 = r * std::sin(kTwoPi * u2);
         p[2 * q] = static_cast<T>(mean_ + std_ * z0);
-        if (2 * q + 1 < n) {
-          double z1 = r * std::sin(kTwoPi * u2);
-          p[2 * q + 1] = static_cast<T>(mean_ + std_ * z1);
-        }
+        if (2 * q + 1 < n) p[2 * q + 1] = static_cast<T>(mean_ + std_ * z1);
       }
     });
     return Status::OK();

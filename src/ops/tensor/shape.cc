@@ -9,8 +9,9 @@
 //
 // transpose2 first coalesces the permutation (drops size-1 axes, merges input axes that stay
 // adjacent), then picks a kernel: one memcpy (identity), contiguous row copies (the last axis stays
-// last), cache-tiled 2-D transposes (batched [.., r, c] -> [.., c, r], e.g. NCHW <-> NHWC after
-// merging), or a general strided gather.
+// last), or else a batch of tiled 2-D transposes between the input's last axis and the output's
+// last axis (NCHW <-> NHWC after merging H and W, plain matrix transposes, any other permutation),
+// so both the reads and the writes stay contiguous within each tile.
 #include <array>
 
 #include "tensor/tensor_internal.h"
@@ -261,75 +262,106 @@ void Coalesce(const Dims& in, const Perm& perm, Dims& cin, Perm& cperm) {
   for (int i = 0; i < ngroups; ++i) cperm.p[i] = group_of[out_groups[i]];
 }
 
+/// dst[c * dst_col + r] = src[r * src_row + c] for r < rows, c < cols: one 2-D tile job. The inner loop
+/// runs along the side whose strided access has the smaller stride (a skinny side such as NCHW's 3
+/// channels is then walked contiguously on the other); square-ish blocks use kTile x kTile tiles.
+template <class E>
+void Transpose2D(const E* src, int64_t src_row, E* dst, int64_t dst_col, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+  constexpr int64_t kSmallStride = 1024 / sizeof(E);  // strided accesses within 1 KB stay in few pages
+  const bool inner_c = rows < cols && dst_col <= kSmallStride;
+  const bool inner_r = !inner_c && cols < rows && src_row <= kSmallStride;
+  const int64_t tile_r = inner_c ? std::min<int64_t>(rows, 256) : kTile;
+  const int64_t tile_c = inner_r ? std::min<int64_t>(cols, 256) : kTile;
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_r)
+    for (int64_t c0 = 0; c0 < cols; c0 += tile_c) {
+      const int64_t r1 = std::min(rows, r0 + tile_r), c1 = std::min(cols, c0 + tile_c);
+      if (inner_c) {
+        for (int64_t i = r0; i < r1; ++i)
+          for (int64_t j = c0; j < c1; ++j) dst[j * dst_col + i] = src[i * src_row + j];
+      } else {
+        for (int64_t j = c0; j < c1; ++j)
+          for (int64_t i = r0; i < r1; ++i) dst[j * dst_col + i] = src[i * src_row + j];
+      }
+    }
+}
+
 /// Out = transpose(In) for elements of type E (chosen by size: the op only moves bytes).
 template <class E>
 void TransposeImpl(const E* in, E* out, const Dims& in_dims, const Perm& perm) {
+  const int64_t n = in_dims.Numel();
+  if (n == 0) return;
   Dims d;
   Perm p;
   Coalesce(in_dims, perm, d, p);
   const int r = p.rank;
-  const int64_t n = in_dims.Numel();
-  if (n == 0) return;
   if (r <= 1) {
     CopyBytes(out, in, static_cast<size_t>(n) * sizeof(E));
     return;
   }
-  std::array<int64_t, kMaxRank> in_stride{};
-  in_stride[r - 1] = 1;
+  std::array<int64_t, kMaxRank> in_stride{}, out_stride{};
+  in_stride[r - 1] = out_stride[r - 1] = 1;
   for (int a = r - 2; a >= 0; --a) in_stride[a] = in_stride[a + 1] * d[a + 1];
   std::array<int64_t, kMaxRank> out_dims{}, src_stride{};  // per output axis: size and input stride
   for (int i = 0; i < r; ++i) {
     out_dims[i] = d[p.p[i]];
     src_stride[i] = in_stride[p.p[i]];
   }
+  for (int i = r - 2; i >= 0; --i) out_stride[i] = out_stride[i + 1] * out_dims[i + 1];
 
-  bool batched_2d = p.p[r - 1] == r - 2 && p.p[r - 2] == r - 1;
-  for (int i = 0; i + 2 < r && batched_2d; ++i) batched_2d = p.p[i] == i;
-  if (batched_2d) {
-    // out[b][c][r] = in[b][r][c], in kTile x kTile blocks so both sides stay in cache.
-    constexpr int64_t kTile = 64 / sizeof(E) * 4;  // 4 cache lines of elements per tile side
-    const int64_t rows = d[r - 2], cols = d[r - 1], batch = n / (rows * cols);
-    const int64_t row_tiles = (rows + kTile - 1) / kTile;
-    ParallelFor(batch * row_tiles, std::max<int64_t>(1, kElementwiseGrain / (kTile * cols)), [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        int64_t bi = t / row_tiles, r0 = (t % row_tiles) * kTile, r1 = std::min(rows, r0 + kTile);
-        const E* src = in + bi * rows * cols;
-        E* dst = out + bi * rows * cols;
-        for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-          int64_t c1 = std::min(cols, c0 + kTile);
-          for (int64_t c = c0; c < c1; ++c)
-            for (int64_t rr = r0; rr < r1; ++rr) dst[c * rows + rr] = src[rr * cols + c];
+  if (p.p[r - 1] == r - 1) {
+    // The last axis stays last: every output row is a contiguous input run, one memcpy each.
+    const int64_t inner = out_dims[r - 1], nrows = n / inner;
+    ParallelFor(nrows, std::max<int64_t>(1, kElementwiseGrain / inner), [&](int64_t b, int64_t e) {
+      std::array<int64_t, kMaxRank> idx{};
+      int64_t q = b, src = 0;
+      for (int i = r - 2; i >= 0; --i) {
+        idx[i] = q % out_dims[i];
+        q /= out_dims[i];
+        src += idx[i] * src_stride[i];
+      }
+      for (int64_t row = b; row < e; ++row) {
+        std::memcpy(out + row * inner, in + src, static_cast<size_t>(inner) * sizeof(E));
+        for (int i = r - 2; i >= 0; --i) {  // odometer over the output row index
+          src += src_stride[i];
+          if (++idx[i] < out_dims[i]) break;
+          src -= idx[i] * src_stride[i];
+          idx[i] = 0;
         }
       }
     });
     return;
   }
 
-  // Row-wise: each output row (all output axes but the last) gathers out_dims[r-1] elements.
-  const int64_t inner = out_dims[r - 1], nrows = n / inner, step = src_stride[r - 1];
-  const bool contiguous_rows = p.p[r - 1] == r - 1;  // the last axis stays last: rows are memcpys
-  ParallelFor(nrows, std::max<int64_t>(1, kElementwiseGrain / inner), [&](int64_t b, int64_t e) {
-    std::array<int64_t, kMaxRank> idx{};
-    int64_t q = b, src = 0;
-    for (int i = r - 2; i >= 0; --i) {
-      idx[i] = q % out_dims[i];
-      q /= out_dims[i];
-      src += idx[i] * src_stride[i];
-    }
-    for (int64_t row = b; row < e; ++row) {
-      E* dst = out + row * inner;
-      if (contiguous_rows) {
-        std::memcpy(dst, in + src, static_cast<size_t>(inner) * sizeof(E));
-      } else {
-        const E* s = in + src;
-        for (int64_t j = 0; j < inner; ++j) dst[j] = s[j * step];
+  // Otherwise a batch of 2-D transposes: rows run along input axis p[r-1] (the output's last axis,
+  // contiguous in Out), columns along input axis r-1 (contiguous in In), found at output position jc.
+  // The remaining output axes index the batch.
+  int jc = 0;
+  while (p.p[jc] != r - 1) ++jc;
+  const int64_t rows = out_dims[r - 1], cols = d[r - 1];
+  const int64_t src_row = src_stride[r - 1], dst_col = out_stride[jc];
+  std::array<int64_t, kMaxRank> bdims{}, bsrc{}, bdst{};
+  int nb = 0;
+  for (int i = 0; i < r - 1; ++i) {
+    if (i == jc) continue;
+    bdims[nb] = out_dims[i];
+    bsrc[nb] = src_stride[i];
+    bdst[nb] = out_stride[i];
+    ++nb;
+  }
+  // Jobs are (batch entry, band of up to 32 rows), so a single large matrix still splits across threads.
+  constexpr int64_t kBand = 32;
+  const int64_t bands = (rows + kBand - 1) / kBand, jobs = n / (rows * cols) * bands;
+  ParallelFor(jobs, std::max<int64_t>(1, kElementwiseGrain / (kBand * cols)), [&](int64_t b, int64_t e) {
+    for (int64_t job = b; job < e; ++job) {
+      int64_t q = job / bands, r0 = (job % bands) * kBand, src = 0, dst = 0;
+      for (int i = nb - 1; i >= 0; --i) {
+        int64_t k = q % bdims[i];
+        q /= bdims[i];
+        src += k * bsrc[i];
+        dst += k * bdst[i];
       }
-      for (int i = r - 2; i >= 0; --i) {  // odometer over the output row index
-        src += src_stride[i];
-        if (++idx[i] < out_dims[i]) break;
-        src -= idx[i] * src_stride[i];
-        idx[i] = 0;
-      }
+      Transpose2D(in + src + r0 * src_row, src_row, out + dst + r0, dst_col, std::min(kBand, rows - r0), cols);
     }
   });
 }

@@ -2,8 +2,9 @@
 //
 // Order: ties go to the lower index; NaN ranks above every number (first when largest, last when
 // smallest, as NumPy sorts). sorted = false returns the selected entries in ascending index order.
-// Each line is selected with nth_element (O(n)) and only its k winners are sorted, in per-thread
-// scratch kept by the kernel (grown once, then reused).
+// Each line is selected in one pass keeping the k best so far (small k, the common case) or with
+// nth_element followed by sorting the k winners, in per-thread scratch kept by the kernel (grown
+// once, then reused).
 #include <omp.h>
 
 #include <algorithm>
@@ -121,23 +122,34 @@ class TopKKernel final : public OpKernel {
   /// Leaves the indices of the k winners of v[0, n) in sel[0, k), in output order.
   void SelectLine(const T* v, int64_t n, int64_t k, int64_t* sel) const {
     const bool largest = largest_;
-    if (k == 1) {  // a linear scan; strict comparison keeps the lowest index among ties
-      int64_t best = 0;
-      for (int64_t j = 1; j < n; ++j)
-        if (Before(v[j], v[best], largest)) best = j;
-      sel[0] = best;
-      return;
+    if (k <= kInsertionMaxK) {
+      // One pass keeping the k best so far sorted best-first: most elements cost one comparison with
+      // the current k-th. Scanning in index order with strict comparisons keeps ties index-ordered.
+      int64_t m = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        if (m == k && !Before(v[j], v[sel[k - 1]], largest)) continue;
+        int64_t pos = m < k ? m++ : k - 1;
+        while (pos > 0 && Before(v[j], v[sel[pos - 1]], largest)) {
+          sel[pos] = sel[pos - 1];
+          --pos;
+        }
+        sel[pos] = j;
+      }
+    } else {
+      std::iota(sel, sel + n, int64_t{0});
+      auto cmp = [&](int64_t a, int64_t b) {
+        if (Before(v[a], v[b], largest)) return true;
+        if (Before(v[b], v[a], largest)) return false;
+        return a < b;
+      };
+      if (k < n) std::nth_element(sel, sel + k - 1, sel + n, cmp);
+      if (sorted_) std::sort(sel, sel + k, cmp);
     }
-    std::iota(sel, sel + n, int64_t{0});
-    auto cmp = [&](int64_t a, int64_t b) {
-      if (Before(v[a], v[b], largest)) return true;
-      if (Before(v[b], v[a], largest)) return false;
-      return a < b;
-    };
-    if (k < n) std::nth_element(sel, sel + k - 1, sel + n, cmp);
-    if (sorted_) std::sort(sel, sel + k, cmp);
-    else std::sort(sel, sel + k);
+    if (!sorted_) std::sort(sel, sel + k);
   }
+
+  /// Up to this k the one-pass insertion selection beats nth_element (O(n k) worst case, ~n typical).
+  static constexpr int64_t kInsertionMaxK = 16;
 
   struct Scratch {
     std::vector<int64_t> idx;
