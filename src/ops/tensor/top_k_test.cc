@@ -57,7 +57,9 @@ TEST_CASE("top_k_v2 matches a full sort on every axis, both directions, sorted o
     int k, axis;
   };
   const Case cases[] = {{{7}, 3, -1},     {{3, 513}, 5, -1}, {{4, 9, 5}, 4, 1}, {{4, 9, 5}, 2, 0},
-                        {{6, 11}, 1, -1}, {{6, 11}, 1, 0},   {{5, 8}, 8, -1},   {{1}, 1, 0}};
+                        {{6, 11}, 1, -1}, {{6, 11}, 1, 0},   {{5, 8}, 8, -1},   {{1}, 1, 0},
+                        // k > 16 takes the nth_element path
+                        {{3, 50}, 20, -1}, {{2, 25, 3}, 25, 1}};
   for (const Case& c : cases)
     for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32})
       for (bool largest : {true, false})
