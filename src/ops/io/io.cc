@@ -47,8 +47,8 @@ Status FetchCpu(KernelContext& ctx, const ColAttrs& attrs) {
 
 // Feed and fetch move bytes, so every element type is served by the same kernel; the key only has
 // to exist. feed's plan key is float32 (its input is a holder, not a tensor) whatever it carries.
-constexpr DType kCarriedDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32, DType::kInt16,
-                                    DType::kBool,    DType::kUInt8,   DType::kInt8};
+constexpr DType kCarriedDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32,
+                                    DType::kInt16,   DType::kBool,    DType::kUInt8, DType::kInt8};
 
 }  // namespace
 

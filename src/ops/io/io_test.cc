@@ -9,7 +9,7 @@ namespace paddlec::testing {
 namespace {
 
 // feed col 0 -> x (float32 [-1, 3]), feed col 1 -> ids (int64 [-1]); fetch x at col 1, ids at col 0.
-constexpr char kFeedFetchProgram[] = R"pb(
+constexpr char kFeedFetchProgram[] = R"txt(
 main_program {
   blocks {
     idx: 0 parent_idx: -1
@@ -27,7 +27,7 @@ main_program {
           attrs { name: "col" type: INT i: 0 } }
   }
 }
-)pb";
+)txt";
 
 std::unique_ptr<ir::Module> CompileText(const char* text) {
   auto module = ir::ParseModule(text, ir::Format::kText, "feed_fetch.pbtxt");
@@ -126,8 +126,8 @@ TEST_CASE("feed and fetch protos: col is required and non-negative, no gradient,
     REQUIRE(col != nullptr);
     CHECK_FALSE(col->has_default_value());
     CHECK(col->min() == 0);
-    for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32, DType::kBool, DType::kUInt8,
-                    DType::kInt8})
+    for (DType t :
+         {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32, DType::kBool, DType::kUInt8, DType::kInt8})
       CHECK(info->FindKernel(DeviceType::kCPU, t) != nullptr);
   }
   OpTest t("fetch");

@@ -44,9 +44,10 @@ Status InferUniform(InferShapeContext& ctx) {
   if (diag_num > 0) {
     int64_t last = int64_t{diag_num - 1} * (diag_step + 1);
     if (last >= dims.Numel())
-      return ctx.Fail("diag_num = {} and diag_step = {} put the last diagonal value at index {}, but Out of shape {} "
-                      "has {} elements",
-                      diag_num, diag_step, last, dims.ToString(), dims.Numel());
+      return ctx.Fail(
+          "diag_num = {} and diag_step = {} put the last diagonal value at index {}, but Out of shape {} "
+          "has {} elements",
+          diag_num, diag_step, last, dims.ToString(), dims.Numel());
   }
   PC_ASSIGN_OR_RETURN(DType dtype, DTypeFromProto(ctx.Attr<int>("dtype")));
   ctx.SetOutput(kOut, dims, dtype);
@@ -163,8 +164,9 @@ class GaussianKernel final : public OpKernel {
 
 void RegisterRandomOps(OpRegistry& r) {
   r.Add("uniform_random")
-      .Doc("Out = uniform random values in [min, max) of `shape` and `dtype`, then `diag_num` entries set to "
-           "`diag_val` at flat positions i * (diag_step + 1).")
+      .Doc(
+          "Out = uniform random values in [min, max) of `shape` and `dtype`, then `diag_num` entries set to "
+          "`diag_val` at flat positions i * (diag_step + 1).")
       .Input(kShapeTensor, "A 1-D int tensor overriding `shape` (not supported yet).", kDispensable)
       .Input(kShapeTensorList, "1-element int tensors overriding `shape` (not supported yet).",
              kDuplicable | kDispensable)

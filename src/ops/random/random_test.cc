@@ -20,10 +20,10 @@ using ops::Philox;
 
 /// One random op writing `out`, with the given attrs (text-proto `attrs { ... }` entries).
 std::unique_ptr<ir::Module> RandomProgram(const std::string& op, const std::string& attrs) {
-  std::string text = fmt::format(R"pb(
+  std::string text = fmt::format(R"txt(
 main_program {{ blocks {{ idx: 0 parent_idx: -1
   ops {{ type: "{}" outputs {{ parameter: "Out" arguments: "out" }} {} }}
-}} }})pb",
+}} }})txt",
                                  op, attrs);
   auto module = ir::ParseModule(text, ir::Format::kText, "random.pbtxt");
   REQUIRE_OK(module.status());
@@ -131,9 +131,9 @@ TEST_CASE("uniform_random moments and bounds") {
   for (int b : bins) CHECK(std::fabs(b - 10000) < 5 * std::sqrt(kN * 0.1 * 0.9));
 
   // U(2, 5) in float64: mean 3.5, variance 0.75.
-  auto f64 = RunSteps(*RandomProgram("uniform_random", std::string(kShape100k) + R"(
-      attrs { name: "dtype" type: INT i: 6 } attrs { name: "min" type: FLOAT f: 2 } attrs { name: "max" type: FLOAT f: 5 })"),
-                      1)[0];
+  std::string u25 = std::string(kShape100k) + R"(attrs { name: "dtype" type: INT i: 6 }
+      attrs { name: "min" type: FLOAT f: 2 } attrs { name: "max" type: FLOAT f: 5 })";
+  auto f64 = RunSteps(*RandomProgram("uniform_random", u25), 1)[0];
   CHECK(f64.dtype() == DType::kFloat64);
   m = MomentsOf(f64);
   CHECK(std::fabs(m.mean - 3.5) < 5 * std::sqrt(0.75 / kN));
@@ -151,8 +151,10 @@ TEST_CASE("uniform_random diag_num writes diag_val along the flat diagonal") {
     std::vector<float> v = ToVector<float>(t);
     for (int i = 0; i < 20; ++i) {
       CAPTURE(i);
-      if (i % 6 == 0 && i / 6 < 4) CHECK(v[i] == 7.f);  // positions i * (diag_step + 1)
-      else CHECK((v[i] >= -1.f && v[i] < 1.f));
+      if (i % 6 == 0 && i / 6 < 4)
+        CHECK(v[i] == 7.f);  // positions i * (diag_step + 1)
+      else
+        CHECK((v[i] >= -1.f && v[i] < 1.f));
     }
   }
 }
@@ -165,15 +167,16 @@ TEST_CASE("uniform_random errors") {
   const Case cases[] = {
       {R"(attrs { name: "shape" type: LONGS longs: -1 longs: 3 })",
        "shape [-1, 3] has negative dimension -1 at index 0: uniform_random needs a fully known shape"},
-      {R"(attrs { name: "min" type: FLOAT f: 2 } attrs { name: "max" type: FLOAT f: 1 })", "min 2 is greater than max 1"},
+      {R"(attrs { name: "min" type: FLOAT f: 2 } attrs { name: "max" type: FLOAT f: 1 })",
+       "min 2 is greater than max 1"},
       {R"(attrs { name: "shape" type: LONGS longs: 2 longs: 2 } attrs { name: "diag_num" type: INT i: 3 }
           attrs { name: "diag_step" type: INT i: 1 })",
        "diag_num = 3 and diag_step = 1 put the last diagonal value at index 4, but Out of shape [2, 2] has 4 elements"},
       {R"(attrs { name: "dtype" type: INT i: 3 })", "attribute 'dtype' value 3 is not allowed: expected one of 5, 6"},
   };
   for (const Case& c : cases) {
-    auto module = ir::ParseModule(fmt::format(R"pb(main_program {{ blocks {{ idx: 0 parent_idx: -1
-        ops {{ type: "uniform_random" outputs {{ parameter: "Out" arguments: "out" }} {} }} }} }})pb",
+    auto module = ir::ParseModule(fmt::format(R"txt(main_program {{ blocks {{ idx: 0 parent_idx: -1
+        ops {{ type: "uniform_random" outputs {{ parameter: "Out" arguments: "out" }} {} }} }} }})txt",
                                               c.attrs),
                                   ir::Format::kText, "random.pbtxt");
     REQUIRE_OK(module.status());
@@ -249,8 +252,9 @@ TEST_CASE("gaussian_random odd sizes, defaults and errors") {
   neg_shape.Attr("shape", std::vector<int64_t>{3, -1}).Output("Out");
   st = neg_shape.Compile();
   REQUIRE_FALSE(st.ok());
-  CHECK(st.error().message() == "shape [3, -1] has negative dimension -1 at index 1: gaussian_random needs a fully "
-                                "known shape");
+  CHECK(st.error().message() ==
+        "shape [3, -1] has negative dimension -1 at index 1: gaussian_random needs a fully "
+        "known shape");
   CHECK(ops::GlobalOpRegistry().Find("gaussian_random")->no_gradient());
 }
 

@@ -44,8 +44,10 @@ template <bool kGather, class PartFn, class LenFn>
 void MoveRows(char* whole, const RowView& v, int64_t whole_len, int nparts, PartFn part, LenFn part_len) {
   const int64_t whole_row = whole_len * v.inner_bytes;
   auto move = [&](char* w, char* p, int64_t bytes) {
-    if constexpr (kGather) std::memcpy(w, p, static_cast<size_t>(bytes));
-    else std::memcpy(p, w, static_cast<size_t>(bytes));
+    if constexpr (kGather)
+      std::memcpy(w, p, static_cast<size_t>(bytes));
+    else
+      std::memcpy(p, w, static_cast<size_t>(bytes));
   };
   if (v.outer == 1) {
     int64_t off = 0;
@@ -53,8 +55,10 @@ void MoveRows(char* whole, const RowView& v, int64_t whole_len, int nparts, Part
       int64_t bytes = part_len(i) * v.inner_bytes;
       if (Tensor* t = part(i)) {
         char* p = static_cast<char*>(t->raw_data());
-        if constexpr (kGather) CopyBytes(whole + off, p, static_cast<size_t>(bytes));
-        else CopyBytes(p, whole + off, static_cast<size_t>(bytes));
+        if constexpr (kGather)
+          CopyBytes(whole + off, p, static_cast<size_t>(bytes));
+        else
+          CopyBytes(p, whole + off, static_cast<size_t>(bytes));
       }
       off += bytes;
     }
@@ -142,11 +146,10 @@ Status InferConcat(InferShapeContext& ctx) {
   for (int i = 1; i < n; ++i) {
     Dims xi = ctx.InputDims(kX, i);
     if (ctx.InputDType(kX, i) != t0)
-      return ctx.Fail("X[{}] has dtype {} but X[0] has dtype {}", i, DTypeName(ctx.InputDType(kX, i)),
-                      DTypeName(t0));
+      return ctx.Fail("X[{}] has dtype {} but X[0] has dtype {}", i, DTypeName(ctx.InputDType(kX, i)), DTypeName(t0));
     if (xi.rank() != x0.rank())
-      return ctx.Fail("X[{}] has shape {} but X[0] has shape {}: all inputs must have the same rank", i,
-                      xi.ToString(), x0.ToString());
+      return ctx.Fail("X[{}] has shape {} but X[0] has shape {}: all inputs must have the same rank", i, xi.ToString(),
+                      x0.ToString());
     for (int d = 0; d < xi.rank(); ++d) {
       if (d == axis) {
         out[d] = DimAdd(out[d], xi[d]);
@@ -171,7 +174,8 @@ Status InferSplit(InferShapeContext& ctx) {
   int nout = ctx.NumOutputs(kOut);
   if (x.rank() == 0) return ctx.Fail("split needs X of rank >= 1, but X has shape []");
   int axis = NormalizeAxis(axis_attr, x.rank());
-  if (axis < 0) return ctx.Fail("axis {} is out of range for X of shape {} (rank {})", axis_attr, x.ToString(), x.rank());
+  if (axis < 0)
+    return ctx.Fail("axis {} is out of range for X of shape {} (rank {})", axis_attr, x.ToString(), x.rank());
   if (num > 0 && !sections.empty())
     return ctx.Fail("num = {} and sections = {} are both set: give exactly one", num, IntsToString(sections));
   if (num == 0 && sections.empty()) return ctx.Fail("neither num nor sections is set: give exactly one");

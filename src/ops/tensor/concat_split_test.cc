@@ -99,11 +99,13 @@ TEST_CASE("concat errors") {
   };
   const Case cases[] = {
       {{f32({2, 3}), f32({2})}, 0, "X[1] has shape [2] but X[0] has shape [2, 3]: all inputs must have the same rank"},
-      {{f32({2, 3}), f32({3, 4})}, 1,
+      {{f32({2, 3}), f32({3, 4})},
+       1,
        "X[1] has shape [3, 4] but X[0] has shape [2, 3]: inputs must match in every dimension except axis 1"},
       {{f32({2, 3}), f32({2, 3})}, 2, "axis 2 is out of range for X[0] of shape [2, 3] (rank 2)"},
       {{f32({2, 3}), RandomTensor(DType::kFloat64, {2, 3}, 4)}, 0, "X[1] has dtype float64 but X[0] has dtype float32"},
-      {{MakeTensor<float>({}, {1.f}), MakeTensor<float>({}, {2.f})}, 0,
+      {{MakeTensor<float>({}, {1.f}), MakeTensor<float>({}, {2.f})},
+       0,
        "concat needs inputs of rank >= 1, but X[0] has shape []"},
   };
   for (const Case& c : cases) {
@@ -136,7 +138,7 @@ TEST_CASE("concat gradient slices Out@GRAD, skipping @EMPTY@ entries") {
   CHECK(grads[0].type() == "concat_grad");
   CHECK(SlotArgs(grads[0], "X@GRAD", false) == std::vector<std::string>{"a@GRAD", "@EMPTY@", "c@GRAD"});
 
-  auto module = CompileProgramText(R"pb(
+  auto module = CompileProgramText(R"txt(
 main_program { blocks { idx: 0 parent_idx: -1
   vars { name: "a" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP64 dims: 2 dims: 3 } } } }
   vars { name: "b" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP64 dims: 2 dims: 2 } } } }
@@ -147,12 +149,14 @@ main_program { blocks { idx: 0 parent_idx: -1
         inputs { parameter: "Out@GRAD" arguments: "g" }
         outputs { parameter: "X@GRAD" arguments: "a@GRAD" arguments: "@EMPTY@" arguments: "c@GRAD" }
         attrs { name: "axis" type: INT i: 1 } }
-} })pb");
+} })txt");
   REQUIRE_OK(module.status());
   Tensor g = RandomTensor(DType::kFloat64, {2, 9}, 8);
   auto out = RunModule(**module,
-                       {{"a", RandomTensor(DType::kFloat64, {2, 3}, 9)}, {"b", RandomTensor(DType::kFloat64, {2, 2}, 9)},
-                        {"c", RandomTensor(DType::kFloat64, {2, 4}, 9)}, {"g", g}},
+                       {{"a", RandomTensor(DType::kFloat64, {2, 3}, 9)},
+                        {"b", RandomTensor(DType::kFloat64, {2, 2}, 9)},
+                        {"c", RandomTensor(DType::kFloat64, {2, 4}, 9)},
+                        {"g", g}},
                        {"a@GRAD", "c@GRAD"});
   REQUIRE_OK(out.status());
   ExpectClose(out->at("a@GRAD"), RefSlice(g, 1, 0, 3), {0, 0}, "a@GRAD");
@@ -195,11 +199,9 @@ TEST_CASE("split shape inference with unknown dims") {
     std::vector<Dims> expect;
   };
   const Case cases[] = {
-      {{-1, 6}, 1, 2, {}, {{-1, 3}, {-1, 3}}},
-      {{-1, 6}, 0, 2, {}, {{-1, 6}, {-1, 6}}},
+      {{-1, 6}, 1, 2, {}, {{-1, 3}, {-1, 3}}},     {{-1, 6}, 0, 2, {}, {{-1, 6}, {-1, 6}}},
       {{-1, 6}, 0, 0, {2, -1}, {{2, 6}, {-1, 6}}},  // the -1 section of an unknown dim stays unknown
-      {{-1, 6}, 0, 0, {2, 4}, {{2, 6}, {4, 6}}},
-      {{-1, 6}, 1, 0, {-1, 4}, {{-1, 2}, {-1, 4}}},
+      {{-1, 6}, 0, 0, {2, 4}, {{2, 6}, {4, 6}}},   {{-1, 6}, 1, 0, {-1, 4}, {{-1, 2}, {-1, 4}}},
   };
   for (const Case& c : cases) {
     CAPTURE(c.x.ToString());
@@ -244,8 +246,9 @@ TEST_CASE("split errors") {
   OpTest tensors("split");
   tensors.Input("X", RandomTensor(DType::kFloat32, {4, 4}, 14)).Attr("num", 2).Output("Out", 2);
   tensors.Inputs("SectionsTensorList", {MakeTensor<int32_t>({1}, {2}), MakeTensor<int32_t>({1}, {2})});
-  CHECK(CompileError(tensors) == "input SectionsTensorList (bound to 'SectionsTensorList_0') is not supported yet: "
-                                 "give `sections` as an attribute instead");
+  CHECK(CompileError(tensors) ==
+        "input SectionsTensorList (bound to 'SectionsTensorList_0') is not supported yet: "
+        "give `sections` as an attribute instead");
 }
 
 TEST_CASE("split gradient is a concat of the outputs' gradients") {
@@ -278,7 +281,8 @@ TEST_CASE("concat and split give the same bits on 1 and 2 threads") {
     CAPTURE(axis);
     Tensor a = RandomTensor(DType::kFloat32, {300, 1000}, 16), b = RandomTensor(DType::kFloat32, {300, 7}, 17);
     if (axis == 0) b = RandomTensor(DType::kFloat32, {5, 1000}, 17);
-    auto module = CompileProgramText(fmt::format(R"pb(
+    auto module =
+        CompileProgramText(fmt::format(R"txt(
 main_program {{ blocks {{ idx: 0 parent_idx: -1
   vars {{ name: "a" type {{ type: LOD_TENSOR lod_tensor {{ tensor {{ data_type: FP32 dims: {} dims: {} }} }} }} }}
   vars {{ name: "b" type {{ type: LOD_TENSOR lod_tensor {{ tensor {{ data_type: FP32 dims: {} dims: {} }} }} }} }}
@@ -287,9 +291,8 @@ main_program {{ blocks {{ idx: 0 parent_idx: -1
   ops {{ type: "split" inputs {{ parameter: "X" arguments: "y" }}
          outputs {{ parameter: "Out" arguments: "a2" arguments: "b2" }}
          attrs {{ name: "axis" type: INT i: {} }} attrs {{ name: "sections" type: INTS ints: {} ints: -1 }} }}
-}} }})pb",
-                                                 a.dims()[0], a.dims()[1], b.dims()[0], b.dims()[1], axis, axis,
-                                                 a.dims()[axis]));
+}} }})txt",
+                                       a.dims()[0], a.dims()[1], b.dims()[0], b.dims()[1], axis, axis, a.dims()[axis]));
     REQUIRE_OK(module.status());
     auto two = RunModule(**module, {{"a", a}, {"b", b}}, {"y", "a2", "b2"}, 2);
     REQUIRE_OK(two.status());

@@ -34,9 +34,12 @@ struct FillValue {
 
   template <class T>
   T As() const {
-    if constexpr (std::is_same_v<T, bool>) return exact_int ? i != 0 : d != 0;
-    else if constexpr (std::is_integral_v<T>) return exact_int ? static_cast<T>(i) : static_cast<T>(d);
-    else return exact_int ? static_cast<T>(i) : static_cast<T>(d);
+    if constexpr (std::is_same_v<T, bool>)
+      return exact_int ? i != 0 : d != 0;
+    else if constexpr (std::is_integral_v<T>)
+      return exact_int ? static_cast<T>(i) : static_cast<T>(d);
+    else
+      return exact_int ? static_cast<T>(i) : static_cast<T>(d);
   }
 };
 
@@ -57,8 +60,7 @@ StatusOr<FillValue> ParseFillValue(const AttrReader& a) {
   }
   char* stop = nullptr;
   v.d = std::strtod(s.c_str(), &stop);
-  if (stop != end || s.front() == ' ')
-    return MakeError(ErrorCode::kShape, "str_value '{}' is not a number", s);
+  if (stop != end || s.front() == ' ') return MakeError(ErrorCode::kShape, "str_value '{}' is not a number", s);
   return v;
 }
 

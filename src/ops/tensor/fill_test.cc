@@ -72,7 +72,8 @@ TEST_CASE("fill_constant str_value overrides value, exactly for large int64") {
 TEST_CASE("fill_constant errors") {
   OpTest neg("fill_constant");
   neg.Attr("shape", std::vector<int64_t>{2, -1}).Output("Out");
-  CHECK(CompileError(neg) == "shape [2, -1] has negative dimension -1 at index 1: fill_constant needs a fully known shape");
+  CHECK(CompileError(neg) ==
+        "shape [2, -1] has negative dimension -1 at index 1: fill_constant needs a fully known shape");
 
   OpTest tensor_shape("fill_constant");
   tensor_shape.Input("ShapeTensor", MakeTensor<int32_t>({2}, {2, 3})).Output("Out");
@@ -152,11 +153,11 @@ TEST_CASE("cast converts between dtypes with static_cast semantics") {
     std::vector<double> expect;
   };
   const Case cases[] = {
-      {2, {-2, 0, 0, 0, 2, 100, 0, 7}},                 // float -> int32 truncates toward zero
-      {3, {-2, 0, 0, 0, 2, 100, 0, 7}},                 // float -> int64
-      {0, {1, 1, 0, 1, 1, 1, 0, 1}},                    // float -> bool: nonzero is true
-      {6, {-2.7f, -0.5, 0, 0.5, 2.7f, 100.25, 0, 7}},   // float -> double is exact
-      {5, {-2.7f, -0.5, 0, 0.5, 2.7f, 100.25, 0, 7}},   // same dtype: a copy
+      {2, {-2, 0, 0, 0, 2, 100, 0, 7}},                // float -> int32 truncates toward zero
+      {3, {-2, 0, 0, 0, 2, 100, 0, 7}},                // float -> int64
+      {0, {1, 1, 0, 1, 1, 1, 0, 1}},                   // float -> bool: nonzero is true
+      {6, {-2.7f, -0.5, 0, 0.5, 2.7f, 100.25, 0, 7}},  // float -> double is exact
+      {5, {-2.7f, -0.5, 0, 0.5, 2.7f, 100.25, 0, 7}},  // same dtype: a copy
   };
   for (const Case& c : cases) {
     CAPTURE(c.out);

@@ -99,8 +99,7 @@ StatusOr<Dims> ReshapeDims(InferShapeContext& ctx, const Dims& x, const std::vec
           "shape {} has invalid entry {} at index {}: entries must be positive, 0 (copy X's dimension) or -1 (infer)",
           shape_str(), s, i);
     if (s == -1) {
-      if (infer >= 0)
-        return ctx.Fail("shape {} has more than one -1: only one dimension can be inferred", shape_str());
+      if (infer >= 0) return ctx.Fail("shape {} has more than one -1: only one dimension can be inferred", shape_str());
       infer = i;
     }
     if (s == 0 && i >= x.rank())
@@ -134,8 +133,8 @@ StatusOr<Dims> ReshapeDims(InferShapeContext& ctx, const Dims& x, const std::vec
             "cannot reshape X of shape {} to shape {}: the dimensions not copied by 0 hold {} elements, which is not "
             "divisible by {}",
             x.ToString(), shape_str(), known_in, known_out);
-      return ctx.Fail("cannot reshape X of shape {} ({} elements) to shape {}: {} is not divisible by {}",
-                      x.ToString(), known_in, shape_str(), known_in, known_out);
+      return ctx.Fail("cannot reshape X of shape {} ({} elements) to shape {}: {} is not divisible by {}", x.ToString(),
+                      known_in, shape_str(), known_in, known_out);
     }
     out[infer] = known_in / known_out;
   } else if (known_in != known_out) {
@@ -165,10 +164,10 @@ Status InferFlatten(InferShapeContext& ctx) {
   int start = ctx.Attr<int>("start_axis"), stop = ctx.Attr<int>("stop_axis");
   if (x.rank() == 0) return SetOutAndXShape(ctx, x, Dims{1});  // a 0-D tensor flattens to [1]
   int s = NormalizeAxis(start, x.rank()), e = NormalizeAxis(stop, x.rank());
-  if (s < 0) return ctx.Fail("start_axis {} is out of range for X of shape {} (rank {})", start, x.ToString(), x.rank());
+  if (s < 0)
+    return ctx.Fail("start_axis {} is out of range for X of shape {} (rank {})", start, x.ToString(), x.rank());
   if (e < 0) return ctx.Fail("stop_axis {} is out of range for X of shape {} (rank {})", stop, x.ToString(), x.rank());
-  if (s > e)
-    return ctx.Fail("start_axis {} comes after stop_axis {} for X of shape {}", start, stop, x.ToString());
+  if (s > e) return ctx.Fail("start_axis {} comes after stop_axis {} for X of shape {}", start, stop, x.ToString());
   Dims out;
   for (int i = 0; i < s; ++i) out.push_back(x[i]);
   out.push_back(x.Product(s, e + 1));
@@ -368,10 +367,18 @@ void TransposeImpl(const E* in, E* out, const Dims& in_dims, const Perm& perm) {
 
 void Transpose(const Tensor& in, Tensor& out, const Perm& perm) {
   switch (SizeOf(in.dtype())) {
-    case 1: TransposeImpl(in.data<uint8_t>(), out.data<uint8_t>(), in.dims(), perm); break;
-    case 2: TransposeImpl(in.data<uint16_t>(), out.data<uint16_t>(), in.dims(), perm); break;
-    case 4: TransposeImpl(in.data<uint32_t>(), out.data<uint32_t>(), in.dims(), perm); break;
-    default: TransposeImpl(in.data<uint64_t>(), out.data<uint64_t>(), in.dims(), perm); break;
+    case 1:
+      TransposeImpl(in.data<uint8_t>(), out.data<uint8_t>(), in.dims(), perm);
+      break;
+    case 2:
+      TransposeImpl(in.data<uint16_t>(), out.data<uint16_t>(), in.dims(), perm);
+      break;
+    case 4:
+      TransposeImpl(in.data<uint32_t>(), out.data<uint32_t>(), in.dims(), perm);
+      break;
+    default:
+      TransposeImpl(in.data<uint64_t>(), out.data<uint64_t>(), in.dims(), perm);
+      break;
   }
 }
 
@@ -422,8 +429,10 @@ OpBuilder AddXShapeGrad(OpRegistry& r, const std::string& fwd) {
 
 void RegisterShapeOps(OpRegistry& r) {
   OpBuilder reshape = r.Add("reshape2");
-  reshape.Doc("Out = X with a new shape (elements copied in order). `shape` entries: n > 0 sets a dimension, 0 "
-              "copies X's dimension at the same index, one -1 is inferred from the element count.")
+  reshape
+      .Doc(
+          "Out = X with a new shape (elements copied in order). `shape` entries: n > 0 sets a dimension, 0 "
+          "copies X's dimension at the same index, one -1 is inferred from the element count.")
       .Input(kX, "The tensor to reshape.")
       .Input(kShape, "A 1-D int tensor overriding `shape` (not supported yet).", kDispensable)
       .Input(kShapeTensor, "1-element int tensors overriding `shape` (not supported yet).", kDuplicable | kDispensable)

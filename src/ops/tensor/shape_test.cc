@@ -72,12 +72,10 @@ TEST_CASE("reshape2 propagates an unknown batch through 0 and -1") {
     Dims expect;
   };
   const Case cases[] = {
-      {{-1, 3, 4}, {0, -1}, {-1, 12}},         // the batch is copied, so the -1 is known
-      {{-1, 3, 4}, {0, 0, -1}, {-1, 3, 4}},    //
-      {{-1, 3, 4}, {0, 3, 2, 2}, {-1, 3, 2, 2}},
-      {{-1, 3, 4}, {-1, 12}, {-1, 12}},        // the batch lands in the -1
-      {{-1, 784}, {-1, 28, 28}, {-1, 28, 28}},
-      {{-1, 3, 4}, {12, -1}, {12, -1}},        // nothing pins the -1
+      {{-1, 3, 4}, {0, -1}, {-1, 12}},       // the batch is copied, so the -1 is known
+      {{-1, 3, 4}, {0, 0, -1}, {-1, 3, 4}},  //
+      {{-1, 3, 4}, {0, 3, 2, 2}, {-1, 3, 2, 2}}, {{-1, 3, 4}, {-1, 12}, {-1, 12}},  // the batch lands in the -1
+      {{-1, 784}, {-1, 28, 28}, {-1, 28, 28}},   {{-1, 3, 4}, {12, -1}, {12, -1}},  // nothing pins the -1
       {{2, -1, 4}, {0, 0, 2, 2}, {2, -1, 2, 2}},
   };
   for (const Case& c : cases) {
@@ -103,15 +101,20 @@ TEST_CASE("reshape2 shape errors") {
   };
   const Case cases[] = {
       {{2, 3}, {-1, -1}, "shape [-1, -1] has more than one -1: only one dimension can be inferred"},
-      {{2, 3}, {2, -3},
+      {{2, 3},
+       {2, -3},
        "shape [2, -3] has invalid entry -3 at index 1: entries must be positive, 0 (copy X's dimension) or -1 (infer)"},
-      {{2, 3}, {0, 0, 0}, "shape [0, 0, 0] has 0 at index 2, which copies a dimension of X, but X has shape [2, 3] (rank 2)"},
+      {{2, 3},
+       {0, 0, 0},
+       "shape [0, 0, 0] has 0 at index 2, which copies a dimension of X, but X has shape [2, 3] (rank 2)"},
       {{2, 3}, {4, -1}, "cannot reshape X of shape [2, 3] (6 elements) to shape [4, -1]: 6 is not divisible by 4"},
       {{2, 3}, {4, 2}, "cannot reshape X of shape [2, 3] (6 elements) to shape [4, 2] (8 elements)"},
-      {{-1, 5}, {0, 2, -1},
+      {{-1, 5},
+       {0, 2, -1},
        "cannot reshape X of shape [-1, 5] to shape [0, 2, -1]: the dimensions not copied by 0 hold 5 elements, which "
        "is not divisible by 2"},
-      {{-1, 6}, {0, 4},
+      {{-1, 6},
+       {0, 4},
        "cannot reshape X of shape [-1, 6] to shape [0, 4]: the dimensions not copied by 0 hold 6 elements but the "
        "shape asks for 4"},
       {{2, 3}, {}, "cannot reshape X of shape [2, 3] (6 elements) to shape [] (1 elements)"},
@@ -164,7 +167,8 @@ TEST_CASE("flatten_contiguous_range merges the axis range") {
     int start, stop;
     Dims expect;
   };
-  const Case cases[] = {{1, 1, {2, 3, 4, 5}}, {1, 2, {2, 12, 5}}, {0, -1, {120}}, {-2, -1, {2, 3, 20}}, {0, 2, {24, 5}}};
+  const Case cases[] = {
+      {1, 1, {2, 3, 4, 5}}, {1, 2, {2, 12, 5}}, {0, -1, {120}}, {-2, -1, {2, 3, 20}}, {0, 2, {24, 5}}};
   for (const Case& c : cases) {
     CAPTURE(c.start);
     CAPTURE(c.stop);
@@ -224,22 +228,22 @@ TEST_CASE("transpose2 matches a naive reference for every kernel path") {
     std::vector<int> axis;
   };
   const Case cases[] = {
-      {{1, 1}, {1, 0}},                 // all size-1: one copy
-      {{7, 513}, {1, 0}},               // 2-D tiled, odd sizes
+      {{1, 1}, {1, 0}},    // all size-1: one copy
+      {{7, 513}, {1, 0}},  // 2-D tiled, odd sizes
       {{513, 7}, {1, 0}},
-      {{65, 130}, {1, 0}},              // partial tiles on both sides
-      {{3, 70, 33}, {0, 2, 1}},         // batched 2-D
-      {{3, 70, 33}, {2, 0, 1}},         // merges to 2-D
-      {{4, 5, 33}, {1, 0, 2}},          // last axis kept: row copies
-      {{4, 5, 6}, {2, 1, 0}},           // general gather
-      {{2, 3, 5, 7}, {0, 2, 3, 1}},     // NCHW -> NHWC: batched 2-D after merging H, W
-      {{2, 3, 5, 7}, {0, 3, 1, 2}},     // NHWC -> NCHW
+      {{65, 130}, {1, 0}},           // partial tiles on both sides
+      {{3, 70, 33}, {0, 2, 1}},      // batched 2-D
+      {{3, 70, 33}, {2, 0, 1}},      // merges to 2-D
+      {{4, 5, 33}, {1, 0, 2}},       // last axis kept: row copies
+      {{4, 5, 6}, {2, 1, 0}},        // general gather
+      {{2, 3, 5, 7}, {0, 2, 3, 1}},  // NCHW -> NHWC: batched 2-D after merging H, W
+      {{2, 3, 5, 7}, {0, 3, 1, 2}},  // NHWC -> NCHW
       {{2, 3, 5, 7}, {3, 2, 1, 0}},
       {{2, 3, 5, 7}, {1, 0, 3, 2}},
-      {{1, 5, 1, 3}, {3, 2, 1, 0}},     // size-1 axes dropped
-      {{3, 4, 5}, {-1, 0, 1}},          // negative axes
+      {{1, 5, 1, 3}, {3, 2, 1, 0}},  // size-1 axes dropped
+      {{3, 4, 5}, {-1, 0, 1}},       // negative axes
       {{2, 3, 2, 3, 2}, {4, 1, 3, 0, 2}},
-      {{2, 3, 4}, {0, 1, 2}},           // identity
+      {{2, 3, 4}, {0, 1, 2}},  // identity
       {{7}, {0}},
   };
   for (const Case& c : cases)
@@ -298,11 +302,11 @@ std::string OneOpProgram(const std::string& op, const Dims& dims, const std::str
                          const std::string& extra_outputs = "") {
   std::string d;
   for (int64_t v : dims) d += fmt::format(" dims: {}", v);
-  return fmt::format(R"pb(
+  return fmt::format(R"txt(
 main_program {{ blocks {{ idx: 0 parent_idx: -1
   vars {{ name: "x" type {{ type: LOD_TENSOR lod_tensor {{ tensor {{ data_type: FP32 {} }} }} }} }}
   ops {{ type: "{}" inputs {{ parameter: "X" arguments: "x" }} outputs {{ parameter: "Out" arguments: "out" }} {} {} }}
-}} }})pb",
+}} }})txt",
                      d, op, extra_outputs, attrs);
 }
 

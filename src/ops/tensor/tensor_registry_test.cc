@@ -7,10 +7,23 @@ namespace {
 
 TEST_CASE("tensor and random family registrations are complete") {
   const ops::OpRegistry& r = ops::GlobalOpRegistry();
-  const char* ops_list[] = {"fill_constant", "fill_zeros_like", "assign", "cast", "reshape2", "reshape2_grad",
-                            "transpose2", "transpose2_grad", "flatten_contiguous_range",
-                            "flatten_contiguous_range_grad", "concat", "concat_grad", "split", "top_k_v2",
-                            "top_k_v2_grad", "uniform_random", "gaussian_random"};
+  const char* ops_list[] = {"fill_constant",
+                            "fill_zeros_like",
+                            "assign",
+                            "cast",
+                            "reshape2",
+                            "reshape2_grad",
+                            "transpose2",
+                            "transpose2_grad",
+                            "flatten_contiguous_range",
+                            "flatten_contiguous_range_grad",
+                            "concat",
+                            "concat_grad",
+                            "split",
+                            "top_k_v2",
+                            "top_k_v2_grad",
+                            "uniform_random",
+                            "gaussian_random"};
   for (const char* type : ops_list) {
     CAPTURE(type);
     const ops::OpInfo* info = r.Find(type);

@@ -80,8 +80,8 @@ class TopKKernel final : public OpKernel {
     const Tensor& x = ctx.In(kX);
     Lines l = LinesOf(x.dims(), axis_);
     if (l.n < k_)
-      return MakeError(ErrorCode::kRuntime, "k = {} is larger than X's dimension {} along axis {} (X has shape {})",
-                       k_, l.n, axis_, x.dims().ToString());
+      return MakeError(ErrorCode::kRuntime, "k = {} is larger than X's dimension {} along axis {} (X has shape {})", k_,
+                       l.n, axis_, x.dims().ToString());
     const T* xp = x.data<T>();
     T* out = ctx.Out(kOut).data<T>();
     int64_t* idx_out = ctx.Out(kIndices).data<int64_t>();
@@ -195,8 +195,9 @@ Status TopKGradCpu(KernelContext& ctx, const TopKGradAttrs& a) {
 
 void RegisterTopKOps(OpRegistry& r) {
   OpBuilder topk = r.Add("top_k_v2");
-  topk.Doc("The k largest (or smallest) entries of X along `axis` and their indices. Ties go to the lower index; "
-           "NaN ranks above every number.")
+  topk.Doc(
+          "The k largest (or smallest) entries of X along `axis` and their indices. Ties go to the lower index; "
+          "NaN ranks above every number.")
       .Input(kX, "The input tensor.")
       .Input(kK, "A 1-element int tensor overriding `k` (not supported yet).", kDispensable)
       .Output(kOut, "The selected values: X's shape with k along the axis.")

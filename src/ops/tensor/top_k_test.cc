@@ -56,10 +56,17 @@ TEST_CASE("top_k_v2 matches a full sort on every axis, both directions, sorted o
     Dims x;
     int k, axis;
   };
-  const Case cases[] = {{{7}, 3, -1},     {{3, 513}, 5, -1}, {{4, 9, 5}, 4, 1}, {{4, 9, 5}, 2, 0},
-                        {{6, 11}, 1, -1}, {{6, 11}, 1, 0},   {{5, 8}, 8, -1},   {{1}, 1, 0},
+  const Case cases[] = {{{7}, 3, -1},
+                        {{3, 513}, 5, -1},
+                        {{4, 9, 5}, 4, 1},
+                        {{4, 9, 5}, 2, 0},
+                        {{6, 11}, 1, -1},
+                        {{6, 11}, 1, 0},
+                        {{5, 8}, 8, -1},
+                        {{1}, 1, 0},
                         // k > 16 takes the nth_element path
-                        {{3, 50}, 20, -1}, {{2, 25, 3}, 25, 1}};
+                        {{3, 50}, 20, -1},
+                        {{2, 25, 3}, 25, 1}};
   for (const Case& c : cases)
     for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32})
       for (bool largest : {true, false})
@@ -159,13 +166,13 @@ TEST_CASE("top_k_v2 gradient scatters Out@GRAD into zeros") {
 
 TEST_CASE("top_k_v2 on 2 threads matches the reference") {
   Tensor x = RandomTensor(DType::kFloat32, {2000, 100}, 34);
-  auto module = CompileProgramText(R"pb(
+  auto module = CompileProgramText(R"txt(
 main_program { blocks { idx: 0 parent_idx: -1
   vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2000 dims: 100 } } } }
   ops { type: "top_k_v2" inputs { parameter: "X" arguments: "x" }
         outputs { parameter: "Out" arguments: "v" } outputs { parameter: "Indices" arguments: "i" }
         attrs { name: "k" type: INT i: 5 } }
-} })pb");
+} })txt");
   REQUIRE_OK(module.status());
   auto out = RunModule(**module, {{"x", x}}, {"v", "i"}, 2);
   REQUIRE_OK(out.status());
