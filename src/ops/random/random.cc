@@ -21,7 +21,7 @@ constexpr OutSlot kOut{0, "Out"};
 /// Elements per thread below which generation stays on one thread (Philox costs ~10 multiplies per 4 words).
 constexpr int64_t kRandomGrain = 8192;
 
-/// Shape and dtype shared by both ops; `op` names the op in messages.
+/// The `shape` attribute as Out's dims, shared by both ops (tensor-valued shapes are not supported yet).
 StatusOr<Dims> RandomOutDims(InferShapeContext& ctx) {
   for (InSlot s : {kShapeTensor, kShapeTensorList})
     if (ctx.HasInput(s))

@@ -36,8 +36,6 @@ struct FillValue {
   T As() const {
     if constexpr (std::is_same_v<T, bool>)
       return exact_int ? i != 0 : d != 0;
-    else if constexpr (std::is_integral_v<T>)
-      return exact_int ? static_cast<T>(i) : static_cast<T>(d);
     else
       return exact_int ? static_cast<T>(i) : static_cast<T>(d);
   }
@@ -232,7 +230,8 @@ void RegisterFillOps(OpRegistry& r) {
   ForEachDType([&]<class T>() { assign.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(AssignCpu)); });
 
   OpBuilder cast = r.Add("cast");
-  cast.Doc("Out = X converted element-wise to `out_dtype` (C++ static_cast semantics; float to int truncates).")
+  cast.Doc("Out = X converted element-wise to `out_dtype` with C++ static_cast semantics: float to int truncates "
+           "toward zero (NaN and out-of-range values give unspecified results, as in PaddlePaddle), nonzero is true.")
       .Input(kX, "The tensor to convert; its dtype must be `in_dtype`.")
       .Output(kOut, "The converted tensor, shaped like X.")
       .Attr("in_dtype", 5, "Element type of X as a VarType.Type number.")
