@@ -201,10 +201,12 @@ TEST_CASE("momentum plain, Nesterov, l2_decay and rescale_grad over several step
         if (c.rescale != 1) run.Attr("rescale_grad", static_cast<float>(c.rescale));
         REQUIRE_OK(run.Build());
         std::vector<double> w = ToDoubles(w0), v = ToDoubles(v0);
-        const double mu = F(c.mu), coeff = F(c.coeff), rescale = F(c.rescale), lr = Round(0.05, dt);
+        const double mu = F(c.mu), coeff = F(c.coeff), rescale = F(c.rescale);
         for (int step = 0; step < 4; ++step) {
           Tensor g = RandomTensor(dt, d, 40 + step);
+          const double lr = Round(0.05 / (step + 1), dt);  // a schedule, read every run
           run.Assign("w@GRAD", g);
+          run.Assign("lr", Scalar(lr, dt));
           REQUIRE_OK(run.Step());
           std::vector<double> gv = ToDoubles(g);
           for (size_t i = 0; i < w.size(); ++i) {
@@ -216,6 +218,25 @@ TEST_CASE("momentum plain, Nesterov, l2_decay and rescale_grad over several step
           ExpectClose(run.Var("w"), AsTensor(d, w, dt), TolFor(dt), fmt::format("param step {}", step));
         }
       }
+}
+
+TEST_CASE("momentum writes separate outputs when not bound in place") {
+  // Velocity and VelocityOut are different buffers here, so Nesterov must read the new velocity.
+  const Dims d{4, 9};
+  const DType dt = DType::kFloat64;
+  Tensor w = RandomTensor(dt, d, 35), g = RandomTensor(dt, d, 36), v = RandomTensor(dt, d, 37, -0.1, 0.1);
+  OpTest t("momentum");
+  t.Input("Param", w).Input("Grad", g).Input("Velocity", v).Input("LearningRate", Scalar(0.05, dt));
+  t.Attr("use_nesterov", true).Output("ParamOut").Output("VelocityOut");
+  REQUIRE_OK(t.Run());
+  std::vector<double> wv = ToDoubles(w), gv = ToDoubles(g), vv = ToDoubles(v);
+  const double mu = F(0.9);
+  for (size_t i = 0; i < wv.size(); ++i) {
+    vv[i] = mu * vv[i] + gv[i];
+    wv[i] -= 0.05 * (gv[i] + mu * vv[i]);
+  }
+  t.ExpectOutput("VelocityOut", MakeTensor<double>(d, vv), TolFor(dt));
+  t.ExpectOutput("ParamOut", MakeTensor<double>(d, wv), TolFor(dt));
 }
 
 // ---- adam -------------------------------------------------------------------------------------
