@@ -51,7 +51,11 @@ Status InferCrossEntropy(InferShapeContext& ctx) {
                       DTypeName(lt));
   }
   for (int i = 0; i < r - 1; ++i) y[i] = DimMerge(x[i], label[i]);
-  y[r - 1] = 1;
+  // Y takes Label's rank, as in PaddlePaddle: [..., 1], or [...] for labels without the trailing 1.
+  if (label.rank() == r)
+    y[r - 1] = 1;
+  else
+    y.resize(r - 1);
   ctx.SetOutput(kY, y, xt);
   return Status::OK();
 }
@@ -154,7 +158,7 @@ void RegisterCrossEntropyOps(OpRegistry& r) {
       .Input(kLabel,
              "Hard labels: int64 or int32 class indices in [0, D), shaped like X with the last dim 1 or without it. "
              "Soft labels: one distribution per row, shaped and typed like X.")
-      .Output(kY, "The loss per row, shaped like X with the last dim 1.")
+      .Output(kY, "The loss per row, shaped like Label: X's shape with the last dim 1 (or without it).")
       .Attr("soft_label", false, "Label holds distributions over the classes (true) or class indices (false).")
       .Attr("ignore_index", -100,
             "A hard label equal to this contributes zero loss and zero gradient; it may lie outside [0, D). "

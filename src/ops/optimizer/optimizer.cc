@@ -369,7 +369,7 @@ void RegisterOptimizerOps(OpRegistry& r) {
       .Output(momentum::kVelocityOut, "The updated velocity; normally the Velocity variable itself.")
       .Output(momentum::kMasterParamOut, "The updated MasterParam; normally the MasterParam variable itself.",
               kDispensable)
-      .Attr("mu", 0.9f, "The momentum coefficient (PaddlePaddle declares it without a default).")
+      .RequiredAttr<float>("mu", "The momentum coefficient; required, as in PaddlePaddle.")
       .Attr("use_nesterov", false, "Use Nesterov momentum.")
       .Attr("regularization_method", "", "Weight decay folded into the gradient: \"\" (none) or \"l2_decay\".")
       .AllowedValues({"", "l2_decay"})

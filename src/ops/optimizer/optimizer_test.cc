@@ -166,8 +166,7 @@ struct MomentumCase {
   bool l2 = false;
   double coeff = 0;
   double rescale = 1;
-  double mu = 0.9;  // the default unless set_mu
-  bool set_mu = false;
+  double mu = 0.9;
 };
 
 TEST_CASE("momentum plain, Nesterov, l2_decay and rescale_grad over several steps") {
@@ -180,8 +179,7 @@ TEST_CASE("momentum plain, Nesterov, l2_decay and rescale_grad over several step
        .l2 = true,
        .coeff = 0.01,
        .rescale = 0.25,
-       .mu = 0.5,
-       .set_mu = true},
+       .mu = 0.5},
   };
   for (const MomentumCase& c : cases)
     for (DType dt : {DType::kFloat32, DType::kFloat64})
@@ -194,7 +192,7 @@ TEST_CASE("momentum plain, Nesterov, l2_decay and rescale_grad over several step
         run.In("Param", "w", w0).In("Grad", "w@GRAD", Zeros(d, dt)).In("Velocity", "w_velocity_0", v0);
         run.In("LearningRate", "lr", Scalar(0.05, dt));
         run.Out("ParamOut", "w").Out("VelocityOut", "w_velocity_0");
-        if (c.set_mu) run.Attr("mu", static_cast<float>(c.mu));
+        run.Attr("mu", static_cast<float>(c.mu));  // required: PaddlePaddle gives it no default
         if (c.nesterov) run.Attr("use_nesterov", true);
         if (c.l2) run.Attr("regularization_method", std::string("l2_decay"));
         if (c.coeff != 0) run.Attr("regularization_coeff", static_cast<float>(c.coeff));
@@ -227,7 +225,7 @@ TEST_CASE("momentum writes separate outputs when not bound in place") {
   Tensor w = RandomTensor(dt, d, 35), g = RandomTensor(dt, d, 36), v = RandomTensor(dt, d, 37, -0.1, 0.1);
   OpTest t("momentum");
   t.Input("Param", w).Input("Grad", g).Input("Velocity", v).Input("LearningRate", Scalar(0.05, dt));
-  t.Attr("use_nesterov", true).Output("ParamOut").Output("VelocityOut");
+  t.Attr("mu", 0.9f).Attr("use_nesterov", true).Output("ParamOut").Output("VelocityOut");
   REQUIRE_OK(t.Run());
   std::vector<double> wv = ToDoubles(w), gv = ToDoubles(g), vv = ToDoubles(v);
   const double mu = F(0.9);
@@ -460,13 +458,18 @@ TEST_CASE("optimizer shape errors name the slots and shapes") {
       {"momentum",
        {{"Param", w({3, 4})}, {"Grad", w({3, 4})}, {"Velocity", w({4})}, {"LearningRate", lr}},
        mom_out,
-       {},
+       {ops::MakeAttr("mu", 0.9f)},
        "Param has shape [3, 4] but Velocity has shape [4]: optimizer state must match its parameter"},
       {"momentum",
        {{"Param", w({3, 4})}, {"Grad", w({3, 4})}, {"Velocity", w({3, 4})}, {"LearningRate", lr}},
        mom_out,
-       {ops::MakeAttr("regularization_method", std::string("l1_decay"))},
+       {ops::MakeAttr("mu", 0.9f), ops::MakeAttr("regularization_method", std::string("l1_decay"))},
        "attribute 'regularization_method' value 'l1_decay' is not allowed: expected one of '', 'l2_decay'"},
+      {"momentum",
+       {{"Param", w({3, 4})}, {"Grad", w({3, 4})}, {"Velocity", w({3, 4})}, {"LearningRate", lr}},
+       mom_out,
+       {},
+       "missing required attribute 'mu' (FLOAT, The momentum coefficient; required, as in PaddlePaddle.)"},
       {"adam",
        adam_in({3, 4}, DType::kFloat64),
        adam_out,
