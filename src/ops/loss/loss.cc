@@ -1,8 +1,13 @@
-// Placeholder until the loss family is registered.
-#include "paddlec/ops/op_registry.h"
+// The loss family: cross_entropy, softmax_with_cross_entropy, accuracy and squared_l2_norm, one file each.
+#include "loss/loss_common.h"
 
 namespace paddlec::ops {
 
-void RegisterLossOps(OpRegistry& registry) { (void)registry; }
+void RegisterLossOps(OpRegistry& registry) {
+  RegisterCrossEntropyOps(registry);
+  RegisterSoftmaxWithCrossEntropyOps(registry);
+  RegisterAccuracyOps(registry);
+  RegisterSquaredL2NormOps(registry);
+}
 
 }  // namespace paddlec::ops
