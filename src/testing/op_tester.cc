@@ -109,7 +109,8 @@ void ExpectClose(const Tensor& actual, const Tensor& expected, Tolerance tol, co
   std::string report;
   double worst = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    bool ok = (std::isnan(a[i]) && std::isnan(e[i])) || std::fabs(a[i] - e[i]) <= tol.atol + tol.rtol * std::fabs(e[i]);
+    bool ok = a[i] == e[i] || (std::isnan(a[i]) && std::isnan(e[i])) ||
+              std::fabs(a[i] - e[i]) <= tol.atol + tol.rtol * std::fabs(e[i]);
     if (!ok) {
       if (bad < 5) report += fmt::format("  [{}] actual {} expected {}\n", i, a[i], e[i]);
       worst = std::max(worst, std::fabs(a[i] - e[i]));
