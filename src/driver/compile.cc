@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ostream>
 
+#include "paddlec/core/file.h"
 #include "paddlec/driver/driver.h"
 #include "paddlec/ir/printer.h"
 #include "paddlec/ir/serialize.h"
@@ -84,11 +85,19 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
   auto t_passes = std::chrono::steady_clock::now();
 
   if (options.print_shapes) out << ir::FormatShapes(module->main());
+  std::string emit = options.emit.empty() ? (FileExtension(options.output) == ".pdmodel" ? "program" : "compiled")
+                                          : options.emit;
+  if (emit != "program" && emit != "compiled")
+    return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled' or 'program', not '{}'", emit);
+  const google::protobuf::Message& result =
+      emit == "program" ? static_cast<const google::protobuf::Message&>(module->compiled().main_program())
+                        : module->compiled();
   if (options.output == "-") {
-    PC_ASSIGN_OR_RETURN(std::string bytes, ir::Serialize(module->compiled(), out_format));
+    PC_ASSIGN_OR_RETURN(std::string bytes, ir::Serialize(result, out_format));
     out << bytes;
   } else if (!options.output.empty()) {
-    PC_RETURN_IF_ERROR(ir::SaveModule(*module, options.output, out_format));
+    PC_ASSIGN_OR_RETURN(std::string bytes, ir::Serialize(result, out_format));
+    PC_RETURN_IF_ERROR(WriteFileAtomic(options.output, bytes));
   }
   auto t_end = std::chrono::steady_clock::now();
 

@@ -29,6 +29,10 @@ Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
       ->check(CLI::IsMember({"text", "binary", "json"}));
   c->add_option("--input-format", o.input_format, "Input format when the extension does not tell")
       ->check(CLI::IsMember({"text", "binary", "json"}));
+  c->add_option("--emit", o.emit,
+                "compiled (CompiledProgram) or program (bare ProgramDesc, as a .pdmodel); default: program for "
+                ".pdmodel outputs")
+      ->check(CLI::IsMember({"compiled", "program"}));
   c->add_flag("--print-shapes", o.print_shapes, "Print every variable's dtype and dims after compiling");
   c->add_option("--passes", o.passes, "Pass pipeline, e.g. 'validate,infer-shape'")->capture_default_str();
   c->add_option("--pipeline", o.pipeline_file, "Pass pipeline file (PassPipeline textproto), instead of --passes");

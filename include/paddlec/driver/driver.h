@@ -25,6 +25,9 @@ struct CompileOptions {
   std::string input_format;   // "" = from the extension or the content
   std::string output;         // "" = write nothing; "-" = stdout
   std::string output_format;  // "" = from the output's extension (text on stdout)
+  /// What to write: "compiled" (a CompiledProgram) or "program" (only the main ProgramDesc, which is
+  /// what PaddlePaddle reads as a .pdmodel). "" = "program" for .pdmodel outputs, else "compiled".
+  std::string emit;
   bool print_shapes = false;
   std::string passes = kDefaultPipeline;
   std::string pipeline_file;  // a PassPipeline textproto; replaces `passes`

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# paddlec's benchmarks (never part of the tests). Prints median timings; quote them, not single runs.
+#   scripts/bench.sh [--device=cpu|gpu] [--quick]
+# Needs a Release build in build/ (scripts/setup.sh) and hyperfine (installed by setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${PADDLEC_BUILD_DIR:-build}"
+DEVICE=cpu
+MIN_TIME=2
+for arg in "$@"; do
+  case "$arg" in
+    --device=*) DEVICE="${arg#--device=}" ;;
+    --quick) MIN_TIME=0.5 ;;
+    *) echo "error: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+B="$BUILD/paddlec_bench"
+P="$BUILD/paddlec"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), device $DEVICE"
+if [ "$DEVICE" = cpu ]; then
+  echo "== GEMM (1024^3, float32)"
+  "$B" sgemm --n 1024 --min-time "$MIN_TIME"
+  echo "== per-op dispatch (1,000 scale ops on one element)"
+  "$B" dispatch --ops 1000 --min-time "$MIN_TIME"
+fi
+echo "== forward (steady state)"
+for cfg in configs/mlp.pbtxt configs/lenet.pbtxt; do
+  for bs in 1 64 256; do "$B" forward "$cfg" --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
+done
+echo "== training step (forward + backward + adam)"
+for cfg in configs/mlp.pbtxt configs/lenet.pbtxt; do
+  for bs in 64 512; do "$B" train "$cfg" --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
+done
+
+if [ "$DEVICE" = cpu ]; then
+  echo "== compile of a synthetic 10,000-op program (end to end, hyperfine)"
+  /usr/bin/python3 scripts/gen_synthetic.py --ops 10000 -o "$TMP/big.pbtxt"
+  # A bare ProgramDesc binary, what a PaddlePaddle .pdmodel is.
+  "$P" compile "$TMP/big.pbtxt" --passes=validate --emit=program -o "$TMP/big.pdmodel"
+  hyperfine -N --warmup 3 --min-runs 15 --export-markdown "$TMP/compile.md" \
+    "$P compile $TMP/big.pdmodel" "$P compile $TMP/big.pbtxt" 2>/dev/null | grep -E "Time|compile" || true
+  echo "== start-up"
+  printf 'blocks { idx: 0 parent_idx: -1 vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } } ops { type: "relu" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" } } }\n' > "$TMP/tiny.pbtxt"
+  /usr/bin/python3 -c "import numpy as np; np.save('$TMP/x.npy', np.ones(2, dtype=np.float32))"
+  hyperfine -N --warmup 5 --min-runs 30 "$P --version" "$P run $TMP/tiny.pbtxt --feed x=$TMP/x.npy" 2>/dev/null \
+    | grep -E "Time|version|run" || true
+fi

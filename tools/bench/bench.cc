@@ -1,0 +1,212 @@
+// paddlec_bench: steady-state timings for scripts/bench.sh (never run by the tests).
+//
+//   paddlec_bench sgemm [--n 1024]            direct dnnl_sgemm vs the `mul` op at n x n x n
+//   paddlec_bench forward CONFIG --batch B     forward pass of a config (parameters initialized)
+//   paddlec_bench train CONFIG --batch B       one training step (forward, backward, adam)
+//   paddlec_bench dispatch [--ops 1000]        a chain of `scale` ops on one element
+// Each prints one line: name, median ms over repetitions of at least --min-time seconds, and
+// GFLOP/s where the work is known.
+#include <dnnl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "paddlec/core/file.h"
+#include "paddlec/driver/driver.h"
+#include "paddlec/ir/serialize.h"
+#include "paddlec/ops/op_registry.h"
+#include "paddlec/passes/pass_manager.h"
+#include "paddlec/passes/signature.h"
+#include "paddlec/runtime/executor.h"
+
+namespace paddlec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string mode, config;
+  int64_t n = 1024, batch = 64, ops = 1000;
+  int reps = 0;
+  double min_time = 1.0;
+  int threads = 0;
+  std::string device = "cpu";
+};
+
+/// Median milliseconds of `fn` over repetitions lasting at least `min_time` seconds in all.
+template <class F>
+double MedianMs(F&& fn, double min_time, int min_reps = 5) {
+  for (int i = 0; i < 3; ++i) fn();  // warm up: first-run allocation and primitive creation
+  std::vector<double> ms;
+  auto start = Clock::now();
+  while (static_cast<int>(ms.size()) < min_reps ||
+         std::chrono::duration<double>(Clock::now() - start).count() < min_time) {
+    auto t0 = Clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void Die(const Status& st) {
+  if (st.ok()) return;
+  std::cerr << st.error().Render();
+  std::exit(1);
+}
+template <class T>
+T Must(StatusOr<T> v) {
+  if (!v.ok()) Die(v.status());
+  return std::move(v).value();
+}
+
+std::unique_ptr<ir::Module> CompileText(const std::string& text, const std::string& pipeline) {
+  auto m = Must(ir::ParseModule(text, ir::Format::kText, "bench"));
+  passes::PassManager pm;
+  Die(pm.AddPipeline(pipeline));
+  passes::PassContext ctx{ops::GlobalOpRegistry()};
+  Die(pm.Run(*m, ctx));
+  passes::ComputeSignature(*m);
+  return m;
+}
+
+runtime::Tensor Random(DType t, const Dims& d, runtime::Allocator& alloc, int64_t classes = 0) {
+  runtime::Tensor x(t, d);
+  Die(x.Allocate(alloc));
+  uint64_t s = 88172645463325252ull;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    if (t == DType::kFloat32) x.data<float>()[i] = static_cast<float>(s % 1000) / 1000.f;
+    else x.data<int64_t>()[i] = static_cast<int64_t>(s % static_cast<uint64_t>(classes));
+  }
+  return x;
+}
+
+void Sgemm(const Args& a) {
+  int64_t n = a.n;
+  auto alloc = runtime::CpuCachingAllocator::Create();
+  runtime::Tensor x = Random(DType::kFloat32, {n, n}, *alloc), y = Random(DType::kFloat32, {n, n}, *alloc);
+  runtime::Tensor z(DType::kFloat32, {n, n});
+  Die(z.Allocate(*alloc));
+  double flop = 2.0 * n * n * n;
+  double direct = MedianMs(
+      [&] {
+        dnnl_sgemm('N', 'N', n, n, n, 1.f, x.data<float>(), n, y.data<float>(), n, 0.f, z.data<float>(), n);
+      },
+      a.min_time);
+  std::string program = fmt::format(R"pb(blocks {{ idx: 0 parent_idx: -1
+    vars {{ name: "x" type {{ type: LOD_TENSOR lod_tensor {{ tensor {{ data_type: FP32 dims: {0} dims: {0} }} }} }} }}
+    vars {{ name: "y" type {{ type: LOD_TENSOR lod_tensor {{ tensor {{ data_type: FP32 dims: {0} dims: {0} }} }} }} }}
+    ops {{ type: "{1}" inputs {{ parameter: "X" arguments: "x" }} inputs {{ parameter: "Y" arguments: "y" }}
+          outputs {{ parameter: "Out" arguments: "z" }} }} }})pb",
+                                    n, "{}");
+  for (const char* op : {"mul", "matmul_v2"}) {
+    std::string text = program;
+    text.replace(text.find("{}"), 2, op);
+    auto m = CompileText(text, "validate,infer-shape");
+    auto exec = Must(runtime::Executor::Create(Place::CPU(), {.num_threads = a.threads}));
+    runtime::Scope scope;
+    Die(exec->device().CopyFromHost(x, scope.Var("x").tensor()));
+    Die(exec->device().CopyFromHost(y, scope.Var("y").tensor()));
+    auto plan = Must(exec->Prepare(m->main().global_block(), scope));
+    double ms = MedianMs([&] { Die(plan->Run()); }, a.min_time);
+    std::cout << fmt::format("sgemm {:<10} n={:<5} {:9.3f} ms  {:7.1f} GFLOP/s  {:5.1f}% of direct dnnl_sgemm\n", op,
+                             n, ms, flop / ms / 1e6, 100.0 * direct / ms);
+  }
+  std::cout << fmt::format("sgemm {:<10} n={:<5} {:9.3f} ms  {:7.1f} GFLOP/s\n", "dnnl_sgemm", n, direct,
+                           flop / direct / 1e6);
+}
+
+/// Forward (or train) steps of a config at a batch size, on random inputs.
+void Network(const Args& a, bool train) {
+  auto text = Must(ReadFile(a.config));
+  driver::CompileOptions c;
+  c.train = train;
+  c.optimizer = "adam";
+  c.lr = 0.001;
+  if (train) c.loss = "loss";
+  auto m = CompileText(text, train ? driver::CompilePipeline(c) : "validate,infer-shape,init-params");
+  auto exec = Must(runtime::Executor::Create(Must(ParsePlace(a.device)), {.num_threads = a.threads, .seed = 1}));
+  runtime::Scope scope;
+  Die(exec->RunOnce(m->startup().global_block(), scope));
+  auto alloc = runtime::CpuCachingAllocator::Create();
+  for (const auto& f : m->compiled().feed_targets()) {
+    Dims d = Must(Dims::FromRange(f.dims().begin(), f.dims().end()));
+    if (d.rank() > 0 && d[0] < 0) d[0] = a.batch;
+    DType t = static_cast<DType>(f.data_type());
+    Die(exec->device().CopyFromHost(Random(t, d, *alloc, 10), scope.Var(f.name()).tensor()));
+  }
+  auto plan = Must(exec->Prepare(m->main().global_block(), scope));
+  double ms = MedianMs([&] {
+    Die(plan->Run());
+    Die(exec->device().Synchronize());
+  }, a.min_time);
+  std::string name = a.config.substr(a.config.find_last_of('/') + 1);
+  std::cout << fmt::format("{:<7} {:<12} batch={:<4} {:9.3f} ms  {:9.0f} samples/s\n", train ? "train" : "forward",
+                           name, a.batch, ms, a.batch / ms * 1e3);
+}
+
+void Dispatch(const Args& a) {
+  std::string text = "blocks { idx: 0 parent_idx: -1\n"
+                     "  vars { name: \"v0\" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } }\n";
+  for (int64_t i = 0; i < a.ops; ++i)
+    text += fmt::format("  ops {{ type: \"scale\" inputs {{ parameter: \"X\" arguments: \"v{}\" }} "
+                        "outputs {{ parameter: \"Out\" arguments: \"v{}\" }} attrs {{ name: \"scale\" type: FLOAT f: 1.0001 }} }}\n",
+                        i, i + 1);
+  text += "}\n";
+  auto m = CompileText(text, "validate,infer-shape");
+  auto exec = Must(runtime::Executor::Create(Place::CPU(), {.num_threads = 1}));
+  runtime::Scope scope;
+  auto alloc = runtime::CpuCachingAllocator::Create();
+  Die(exec->device().CopyFromHost(Random(DType::kFloat32, {1}, *alloc), scope.Var("v0").tensor()));
+  auto plan = Must(exec->Prepare(m->main().global_block(), scope));
+  double ms = MedianMs([&] { Die(plan->Run()); }, a.min_time);
+  std::cout << fmt::format("dispatch scale x{:<6} {:9.3f} ms  {:7.3f} us/op\n", a.ops, ms, ms * 1e3 / a.ops);
+}
+
+}  // namespace
+}  // namespace paddlec
+
+int main(int argc, char** argv) {
+  using namespace paddlec;
+  Args a;
+  if (argc < 2) {
+    std::cerr << "usage: paddlec_bench sgemm|forward|train|dispatch [CONFIG] [--n N] [--batch B] [--ops N] "
+                 "[--min-time S] [--threads T] [--device D]\n";
+    return 2;
+  }
+  a.mode = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string k = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "error: " << k << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (k == "--n") a.n = std::stoll(next());
+    else if (k == "--batch") a.batch = std::stoll(next());
+    else if (k == "--ops") a.ops = std::stoll(next());
+    else if (k == "--min-time") a.min_time = std::stod(next());
+    else if (k == "--threads") a.threads = std::stoi(next());
+    else if (k == "--device") a.device = next();
+    else if (!k.starts_with("--")) a.config = k;
+    else {
+      std::cerr << "error: unknown flag " << k << "\n";
+      return 2;
+    }
+  }
+  if (a.mode == "sgemm") Sgemm(a);
+  else if (a.mode == "forward") Network(a, false);
+  else if (a.mode == "train") Network(a, true);
+  else if (a.mode == "dispatch") Dispatch(a);
+  else {
+    std::cerr << "error: unknown mode " << a.mode << "\n";
+    return 2;
+  }
+  return 0;
+}
