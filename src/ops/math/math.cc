@@ -1,6 +1,7 @@
 // The math family's entry point, and its small element-wise ops: scale, sum (add_n) and square.
 //
-// The larger concepts live beside this file: elementwise.cc (broadcasting binary ops).
+// The larger concepts live beside this file: elementwise.cc (broadcasting binary ops) and matmul.cc
+// (mul, matmul_v2 on oneDNN).
 #include <algorithm>
 
 #include "common/cpu_kernels.h"
@@ -10,6 +11,7 @@
 namespace paddlec::ops {
 
 void RegisterElementwiseOps(OpRegistry& r);
+void RegisterMatmulOps(OpRegistry& r);
 
 namespace {
 
@@ -266,6 +268,7 @@ void RegisterMathOps(OpRegistry& r) {
       .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernel(SquareGradCpu<double>));
 
   RegisterElementwiseOps(r);
+  RegisterMatmulOps(r);
 }
 
 }  // namespace paddlec::ops
