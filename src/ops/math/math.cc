@@ -1,7 +1,7 @@
 // The math family's entry point, and its small element-wise ops: scale, sum (add_n) and square.
 //
-// The larger concepts live beside this file: elementwise.cc (broadcasting binary ops) and matmul.cc
-// (mul, matmul_v2 on oneDNN).
+// The larger concepts live beside this file: elementwise.cc (broadcasting binary ops), matmul.cc
+// (mul, matmul_v2 on oneDNN), reduce.cc (mean, reduce_sum, reduce_mean) and cos_sim.cc.
 #include <algorithm>
 
 #include "common/cpu_kernels.h"
@@ -12,6 +12,8 @@ namespace paddlec::ops {
 
 void RegisterElementwiseOps(OpRegistry& r);
 void RegisterMatmulOps(OpRegistry& r);
+void RegisterReduceOps(OpRegistry& r);
+void RegisterCosSimOps(OpRegistry& r);
 
 namespace {
 
@@ -269,6 +271,8 @@ void RegisterMathOps(OpRegistry& r) {
 
   RegisterElementwiseOps(r);
   RegisterMatmulOps(r);
+  RegisterReduceOps(r);
+  RegisterCosSimOps(r);
 }
 
 }  // namespace paddlec::ops
