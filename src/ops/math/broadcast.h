@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "common/cpu_kernels.h"
@@ -125,6 +126,23 @@ void ForSpans(const StridedLoop<N>& loop, int64_t begin, int64_t end, F&& f) {
   }
 }
 
+/// The sum of f(0) .. f(n - 1), vectorized. Blocks of 256 terms are summed in A (in SIMD lanes) and
+/// the block sums in double, so a long float32 run (a mean over millions of elements) loses about
+/// as much as a 256-term sum rather than error growing with n.
+template <class A, class F>
+A SumRun(int64_t n, F&& f) {
+  constexpr int64_t kBlock = 256;
+  std::conditional_t<std::is_floating_point_v<A>, double, A> total = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    A acc = 0;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t j = b; j < e; ++j) acc += f(j);
+    total += acc;
+  }
+  return static_cast<A>(total);
+}
+
 /// Runs f(offsets, len) over the whole loop, split across the CPU pool when it is large. Only for
 /// loops whose writes never collide (the written operand is not broadcast).
 template <int N, class F>
@@ -149,7 +167,7 @@ void ReduceSpans(const StridedLoop<N>& loop, int target, A* out, int64_t out_num
   }
   const int64_t outer = loop.dims[0];
   const int64_t outer_stride = loop.strides[target][0];
-  if (loop.rank > 1 && outer_stride != 0 && outer >= max_threads) {
+  if (outer_stride != 0 && outer >= max_threads) {
     const int64_t per_row = loop.numel / outer;
     ParallelFor(outer, std::max<int64_t>(1, kElementwiseGrain / per_row), [&](int64_t b, int64_t e) {
       std::fill(out + b * outer_stride, out + e * outer_stride, A(0));

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/cpu_kernels.h"
+#include "math/broadcast.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
@@ -51,10 +52,7 @@ Status InferCosSim(InferShapeContext& ctx) {
 
 template <class T>
 T Dot(const T* a, const T* b, int64_t n) {
-  T acc = 0;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t j = 0; j < n; ++j) acc += a[j] * b[j];
-  return acc;
+  return math::SumRun<T>(n, [&](int64_t j) { return a[j] * b[j]; });
 }
 
 /// Rows per parallel task so that each covers about kElementwiseGrain elements.

@@ -167,10 +167,7 @@ void GradRun(const T* d, const T* x, const T* y, const T* o, T* t, int64_t len) 
     return kDX ? Op::DX(d[j], xv, yv, ov) : Op::DY(d[j], xv, yv, ov);
   };
   if constexpr (!kTc) {
-    T acc = 0;
-#pragma omp simd reduction(+ : acc)
-    for (int64_t j = 0; j < len; ++j) acc += g(j);
-    t[0] += acc;
+    t[0] += math::SumRun<T>(len, g);
   } else if constexpr (kAssign) {
     for (int64_t j = 0; j < len; ++j) t[j] = g(j);
   } else {

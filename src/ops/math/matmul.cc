@@ -268,9 +268,7 @@ struct GradProduct {
                         if (tc) {
                           for (int64_t j = 0; j < len; ++j) t[j] += s[j];
                         } else {
-                          T acc = 0;
-                          for (int64_t j = 0; j < len; ++j) acc += s[j];
-                          t[0] += acc;
+                          t[0] += math::SumRun<T>(len, [&](int64_t j) { return s[j]; });
                         }
                       });
     return Status::OK();

@@ -157,16 +157,16 @@ class ReduceKernel final : public OpKernel {
       if (contiguous_out) {  // reducing a leading axis: add the run element-wise
         for (int64_t j = 0; j < len; ++j) t[j] += static_cast<TOut>(a[j]);
       } else {  // reducing a trailing axis: the run collapses to one value
-        TOut acc = 0;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t j = 0; j < len; ++j) acc += static_cast<TOut>(a[j]);
-        t[0] += acc;
+        t[0] += math::SumRun<TOut>(len, [&](int64_t j) { return static_cast<TOut>(a[j]); });
       }
     });
     if constexpr (kMean && std::is_floating_point_v<TOut>) {
       // An empty reduction averages to NaN (0 / 0), as in NumPy and PaddlePaddle.
       const TOut inv = count_ == 0 ? TOut(NAN) : TOut(1) / static_cast<TOut>(count_);
-      for (int64_t i = 0; i < out.numel(); ++i) op[i] = count_ == 0 ? inv : op[i] * inv;
+      const bool empty = count_ == 0;
+      ParallelChunks(out.numel(), [&](int64_t b, int64_t n) {
+        for (int64_t i = b; i < b + n; ++i) op[i] = empty ? inv : op[i] * inv;
+      });
     }
     return Status::OK();
   }
