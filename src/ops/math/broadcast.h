@@ -43,8 +43,8 @@ Dims PadRight(const Dims& dims, int rank);
 
 template <int N>
 struct StridedLoop {
-  int rank = 0;        // coalesced dims, outermost first; >= 1 once built
-  int64_t numel = 0;   // product of dims
+  int rank = 0;       // coalesced dims, outermost first; >= 1 once built
+  int64_t numel = 0;  // product of dims
   int64_t dims[kMaxRank] = {};
   int64_t strides[N][kMaxRank] = {};  // element strides per operand; 0 where the operand is broadcast
 

@@ -153,8 +153,9 @@ Status CosSimGradCpu(KernelContext& ctx) {
 
 void RegisterCosSimOps(OpRegistry& r) {
   r.Add("cos_sim")
-      .Doc("Row-wise cosine similarity Out = X.Y / (|X| |Y|) of X [N, ...] and Y [N, ...] or [1, ...] (one row "
-           "broadcast to all), rows flattened; no epsilon, as in PaddlePaddle.")
+      .Doc(
+          "Row-wise cosine similarity Out = X.Y / (|X| |Y|) of X [N, ...] and Y [N, ...] or [1, ...] (one row "
+          "broadcast to all), rows flattened; no epsilon, as in PaddlePaddle.")
       .Input(kX, "The first operand, [N, ...] (rank >= 2).")
       .Input(kY, "The second operand, shaped like X or with a first dim of 1.")
       .Output(kOut, "The cosine similarity of each row, [N, 1].")

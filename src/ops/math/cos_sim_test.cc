@@ -102,8 +102,12 @@ TEST_CASE("cos_sim and its broadcast gradient on two threads") {
   ExpectClose(out.at("Out"), FromDoubles<float>({300, 1}, r.out), {1e-6, 1e-5}, "Out");
   Tensor dout = RandomTensor(DType::kFloat32, {300, 1}, 11);
   auto g = math_test::RunThreaded("cos_sim_grad",
-                                  {{"X", x}, {"Y", y}, {"Out", out.at("Out")}, {"XNorm", out.at("XNorm")},
-                                   {"YNorm", out.at("YNorm")}, {"Out@GRAD", dout}},
+                                  {{"X", x},
+                                   {"Y", y},
+                                   {"Out", out.at("Out")},
+                                   {"XNorm", out.at("XNorm")},
+                                   {"YNorm", out.at("YNorm")},
+                                   {"Out@GRAD", dout}},
                                   {}, {"X@GRAD", "Y@GRAD"});
   // dY = sum_i g_i (x_i / (|x_i| |y|) - z_i y / |y|^2), in double.
   std::vector<double> xv = ToDoubles(x), yv = ToDoubles(y), d = ToDoubles(dout), dy(513, 0.0);

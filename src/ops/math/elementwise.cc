@@ -45,40 +45,40 @@ Status InferElementwise(InferShapeContext& ctx) {
 
 struct AddOp {
   static constexpr bool kUsesX = false, kUsesY = false, kUsesOut = false;
-  template <class T> static T F(T a, T b) { return a + b; }
-  template <class T> static T DX(T d, T, T, T) { return d; }
-  template <class T> static T DY(T d, T, T, T) { return d; }
+  static auto F(auto a, auto b) { return a + b; }
+  static auto DX(auto d, auto, auto, auto) { return d; }
+  static auto DY(auto d, auto, auto, auto) { return d; }
 };
 struct SubOp {
   static constexpr bool kUsesX = false, kUsesY = false, kUsesOut = false;
-  template <class T> static T F(T a, T b) { return a - b; }
-  template <class T> static T DX(T d, T, T, T) { return d; }
-  template <class T> static T DY(T d, T, T, T) { return -d; }
+  static auto F(auto a, auto b) { return a - b; }
+  static auto DX(auto d, auto, auto, auto) { return d; }
+  static auto DY(auto d, auto, auto, auto) { return -d; }
 };
 struct MulOp {
   static constexpr bool kUsesX = true, kUsesY = true, kUsesOut = false;
-  template <class T> static T F(T a, T b) { return a * b; }
-  template <class T> static T DX(T d, T, T y, T) { return d * y; }
-  template <class T> static T DY(T d, T x, T, T) { return d * x; }
+  static auto F(auto a, auto b) { return a * b; }
+  static auto DX(auto d, auto, auto y, auto) { return d * y; }
+  static auto DY(auto d, auto x, auto, auto) { return d * x; }
 };
 struct DivOp {
   static constexpr bool kUsesX = false, kUsesY = true, kUsesOut = true;
-  template <class T> static T F(T a, T b) { return a / b; }
-  template <class T> static T DX(T d, T, T y, T) { return d / y; }
-  template <class T> static T DY(T d, T, T y, T o) { return -d * o / y; }
+  static auto F(auto a, auto b) { return a / b; }
+  static auto DX(auto d, auto, auto y, auto) { return d / y; }
+  static auto DY(auto d, auto, auto y, auto o) { return -d * o / y; }
 };
 // max/min gradients: the whole dOut goes to one operand; ties go to X.
 struct MaxOp {
   static constexpr bool kUsesX = true, kUsesY = true, kUsesOut = false;
-  template <class T> static T F(T a, T b) { return a > b ? a : b; }
-  template <class T> static T DX(T d, T x, T y, T) { return x >= y ? d : T(0); }
-  template <class T> static T DY(T d, T x, T y, T) { return x < y ? d : T(0); }
+  static auto F(auto a, auto b) { return a > b ? a : b; }
+  static auto DX(auto d, auto x, auto y, auto) { return x >= y ? d : decltype(d)(0); }
+  static auto DY(auto d, auto x, auto y, auto) { return x < y ? d : decltype(d)(0); }
 };
 struct MinOp {
   static constexpr bool kUsesX = true, kUsesY = true, kUsesOut = false;
-  template <class T> static T F(T a, T b) { return a < b ? a : b; }
-  template <class T> static T DX(T d, T x, T y, T) { return x <= y ? d : T(0); }
-  template <class T> static T DY(T d, T x, T y, T) { return x > y ? d : T(0); }
+  static auto F(auto a, auto b) { return a < b ? a : b; }
+  static auto DX(auto d, auto x, auto y, auto) { return x <= y ? d : decltype(d)(0); }
+  static auto DY(auto d, auto x, auto y, auto) { return x > y ? d : decltype(d)(0); }
 };
 
 // ---- Forward ---------------------------------------------------------------------------------
@@ -130,10 +130,14 @@ class ElementwiseKernel final : public OpKernel {
       const T* a = xp + off[1];
       const T* b = yp + off[2];
       T* o = op + off[0];
-      if (xc && yc) ForwardRun<Op, true, true>(a, b, o, len);
-      else if (xc) ForwardRun<Op, true, false>(a, b, o, len);
-      else if (yc) ForwardRun<Op, false, true>(a, b, o, len);
-      else ForwardRun<Op, false, false>(a, b, o, len);
+      if (xc && yc)
+        ForwardRun<Op, true, true>(a, b, o, len);
+      else if (xc)
+        ForwardRun<Op, true, false>(a, b, o, len);
+      else if (yc)
+        ForwardRun<Op, false, true>(a, b, o, len);
+      else
+        ForwardRun<Op, false, false>(a, b, o, len);
     });
     return Status::OK();
   }
@@ -177,10 +181,14 @@ void GradRun(const T* d, const T* x, const T* y, const T* o, T* t, int64_t len) 
 
 template <class Op, bool kDX, bool kTc, bool kAssign, class T>
 void GradRunDispatch(bool xc, bool yc, const T* d, const T* x, const T* y, const T* o, T* t, int64_t len) {
-  if (xc && yc) GradRun<Op, kDX, true, true, kTc, kAssign>(d, x, y, o, t, len);
-  else if (xc) GradRun<Op, kDX, true, false, kTc, kAssign>(d, x, y, o, t, len);
-  else if (yc) GradRun<Op, kDX, false, true, kTc, kAssign>(d, x, y, o, t, len);
-  else GradRun<Op, kDX, false, false, kTc, kAssign>(d, x, y, o, t, len);
+  if (xc && yc)
+    GradRun<Op, kDX, true, true, kTc, kAssign>(d, x, y, o, t, len);
+  else if (xc)
+    GradRun<Op, kDX, true, false, kTc, kAssign>(d, x, y, o, t, len);
+  else if (yc)
+    GradRun<Op, kDX, false, true, kTc, kAssign>(d, x, y, o, t, len);
+  else
+    GradRun<Op, kDX, false, false, kTc, kAssign>(d, x, y, o, t, len);
 }
 
 template <class T, class Op>
@@ -219,8 +227,8 @@ class ElementwiseGradKernel final : public OpKernel {
 
  private:
   template <bool kDX>
-  void Compute(const StridedLoop<kNumGradOperands>& loop, bool reduces, const T* d, const T* x, const T* y,
-               const T* o, T* target, int64_t target_numel) {
+  void Compute(const StridedLoop<kNumGradOperands>& loop, bool reduces, const T* d, const T* x, const T* y, const T* o,
+               T* target, int64_t target_numel) {
     const bool xc = loop.inner_stride(kOpX) != 0, yc = loop.inner_stride(kOpY) != 0;
     auto at = [](const T* base, int64_t off) { return base ? base + off : nullptr; };
     if (!reduces) {  // one gradient element per output element
@@ -237,8 +245,10 @@ class ElementwiseGradKernel final : public OpKernel {
       const T* yy = at(y, off[kOpY]);
       const T* oo = at(o, off[kOpOut]);
       T* t = base + off[kOpTarget];
-      if (tc) GradRunDispatch<Op, kDX, true, false>(xc, yc, dd, xx, yy, oo, t, len);
-      else GradRunDispatch<Op, kDX, false, false>(xc, yc, dd, xx, yy, oo, t, len);
+      if (tc)
+        GradRunDispatch<Op, kDX, true, false>(xc, yc, dd, xx, yy, oo, t, len);
+      else
+        GradRunDispatch<Op, kDX, false, false>(xc, yc, dd, xx, yy, oo, t, len);
     });
   }
 

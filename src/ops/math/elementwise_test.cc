@@ -74,8 +74,9 @@ TEST_CASE("elementwise ops in float64 and the integer kernels") {
   OpTest t("elementwise_div");
   t.Input("X", x).Input("Y", y).Output("Out");
   REQUIRE_OK(t.Run());
-  t.ExpectOutput("Out", FromDoubles<double>({3, 5}, BinaryRef(ToDoubles(x), {3, 5}, ToDoubles(y), {1, 5}, {3, 5},
-                                                              [](double a, double b) { return a / b; })),
+  t.ExpectOutput("Out",
+                 FromDoubles<double>({3, 5}, BinaryRef(ToDoubles(x), {3, 5}, ToDoubles(y), {1, 5}, {3, 5},
+                                                       [](double a, double b) { return a / b; })),
                  {1e-15, 1e-15});
 
   OpTest add("elementwise_add");
@@ -88,7 +89,9 @@ TEST_CASE("elementwise ops in float64 and the integer kernels") {
 
   // Integer division truncates toward zero, as in C++ and PaddlePaddle.
   OpTest div("elementwise_div");
-  div.Input("X", MakeTensor<int32_t>({4}, {7, -7, 9, 1})).Input("Y", MakeTensor<int32_t>({4}, {2, 2, -4, 3})).Output("Out");
+  div.Input("X", MakeTensor<int32_t>({4}, {7, -7, 9, 1}))
+      .Input("Y", MakeTensor<int32_t>({4}, {2, 2, -4, 3}))
+      .Output("Out");
   REQUIRE_OK(div.Run());
   div.ExpectOutput("Out", MakeTensor<int32_t>({4}, {3, -3, -2, 0}), {0, 0});
 
@@ -105,11 +108,11 @@ TEST_CASE("elementwise ops keep unknown dims at compile time") {
     Dims x_run, y_run;  // run-time dims
   };
   const Unknown cases[] = {
-      {{-1, 5}, {5}, {-1, 5}, {3, 5}, {5}},              // a -1 batch
-      {{-1, 3}, {-1, 1}, {-1, 3}, {2, 3}, {2, 1}},       // both unknown in the window
-      {{5}, {-1, 5}, {-1, 5}, {5}, {4, 5}},              // rank(Y) > rank(X)
-      {{2, -1}, {2, 3}, {2, 3}, {2, 3}, {2, 3}},         // unknown against known > 1: the known one
-      {{-1, 1}, {1, 1}, {-1, 1}, {6, 1}, {1, 1}},        // unknown against 1 stays unknown
+      {{-1, 5}, {5}, {-1, 5}, {3, 5}, {5}},         // a -1 batch
+      {{-1, 3}, {-1, 1}, {-1, 3}, {2, 3}, {2, 1}},  // both unknown in the window
+      {{5}, {-1, 5}, {-1, 5}, {5}, {4, 5}},         // rank(Y) > rank(X)
+      {{2, -1}, {2, 3}, {2, 3}, {2, 3}, {2, 3}},    // unknown against known > 1: the known one
+      {{-1, 1}, {1, 1}, {-1, 1}, {6, 1}, {1, 1}},   // unknown against 1 stays unknown
   };
   for (const Unknown& c : cases) {
     CAPTURE(c.x.ToString());
@@ -130,19 +133,29 @@ TEST_CASE("elementwise shape errors name both shapes and the axis") {
     const char* message;
   };
   const Bad cases[] = {
-      {{2, 3, 4, 5}, {3, 5}, 1,
+      {{2, 3, 4, 5},
+       {3, 5},
+       1,
        "Broadcast dimension mismatch. Operands could not be broadcast together with the shape of X = [2, 3, 4, 5] "
        "and the shape of Y = [3, 5] at axis 1: X's dim 2 (4) and Y's dim 1 (5) differ and neither is 1"},
-      {{2, 3}, {4}, -1,
+      {{2, 3},
+       {4},
+       -1,
        "Broadcast dimension mismatch. Operands could not be broadcast together with the shape of X = [2, 3] and the "
        "shape of Y = [4] at axis -1: X's dim 1 (3) and Y's dim 0 (4) differ and neither is 1"},
-      {{4}, {2, 3}, -1,
+      {{4},
+       {2, 3},
+       -1,
        "Broadcast dimension mismatch. Operands could not be broadcast together with the shape of X = [4] and the "
        "shape of Y = [2, 3] at axis -1: X's dim 0 (4) and Y's dim 1 (3) differ and neither is 1"},
-      {{2, 3, 4}, {3, 4}, 2,
+      {{2, 3, 4},
+       {3, 4},
+       2,
        "axis 2 is out of range for X of shape [2, 3, 4] and Y of shape [3, 4]: Y (without trailing 1s) must fit in X "
        "starting at axis, so axis must be -1 or in [0, 1]"},
-      {{3}, {2, 3, 4}, 3,
+      {{3},
+       {2, 3, 4},
+       3,
        "axis 3 is out of range for X of shape [3] and Y of shape [2, 3, 4]: X (without trailing 1s) must fit in Y "
        "starting at axis, so axis must be -1 or in [0, 2]"},
   };
@@ -155,10 +168,13 @@ TEST_CASE("elementwise shape errors name both shapes and the axis") {
     CHECK(st.error().message() == c.message);
   }
   OpTest dtypes("elementwise_add");
-  dtypes.Input("X", RandomTensor(DType::kFloat32, {2}, 9)).Input("Y", RandomTensor(DType::kFloat64, {2}, 9)).Output("Out");
+  dtypes.Input("X", RandomTensor(DType::kFloat32, {2}, 9))
+      .Input("Y", RandomTensor(DType::kFloat64, {2}, 9))
+      .Output("Out");
   Status st = dtypes.Compile();
   REQUIRE_FALSE(st.ok());
-  CHECK(st.error().message() == "X has dtype float32 but Y has dtype float64: elementwise ops need operands of one dtype");
+  CHECK(st.error().message() ==
+        "X has dtype float32 but Y has dtype float64: elementwise ops need operands of one dtype");
 }
 
 /// Values on a grid where every X differs from every Y by at least 0.025, so max/min have no ties
@@ -175,8 +191,8 @@ TEST_CASE("elementwise gradients match central differences, broadcast cases incl
     int axis;
   };
   const GradCase cases[] = {
-      {{2, 3}, {2, 3}, -1},    {{2, 3, 4}, {4}, -1},     {{2, 3, 4}, {3}, 1},   {{2, 3}, {1}, -1},
-      {{3, 4}, {2, 3, 4}, -1}, {{2, 1, 4}, {3, 4}, -1},  {{3, 2}, {3, 1}, -1},  {{2, 3, 4}, {2, 1}, 0},
+      {{2, 3}, {2, 3}, -1},    {{2, 3, 4}, {4}, -1},    {{2, 3, 4}, {3}, 1},  {{2, 3}, {1}, -1},
+      {{3, 4}, {2, 3, 4}, -1}, {{2, 1, 4}, {3, 4}, -1}, {{3, 2}, {3, 1}, -1}, {{2, 3, 4}, {2, 1}, 0},
   };
   for (const BinaryOp& op : kOps)
     for (const GradCase& c : cases) {

@@ -121,10 +121,14 @@ Status Gemm<double>::Run(runtime::CpuContext&, const GemmShape& s, const double*
     Eigen::Map<const Mat> A(a + aoff, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k);
     Eigen::Map<const Mat> B(b + boff, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n);
     Eigen::Map<Mat> C(c + bi * s.m * s.n, s.m, s.n);
-    if (!s.trans_a && !s.trans_b) C.noalias() = A * B;
-    else if (s.trans_a && !s.trans_b) C.noalias() = A.transpose() * B;
-    else if (!s.trans_a) C.noalias() = A * B.transpose();
-    else C.noalias() = A.transpose() * B.transpose();
+    if (!s.trans_a && !s.trans_b)
+      C.noalias() = A * B;
+    else if (s.trans_a && !s.trans_b)
+      C.noalias() = A.transpose() * B;
+    else if (!s.trans_a)
+      C.noalias() = A * B.transpose();
+    else
+      C.noalias() = A.transpose() * B.transpose();
   }
   return Status::OK();
 }

@@ -87,7 +87,8 @@ Status ScaleCpu(KernelContext& ctx, const ScaleAttrs& a) {
     ScaleRun(xp, y, n, s, b, a.bias_after_scale);
     return Status::OK();
   }
-  ParallelChunks(n, [&](int64_t begin, int64_t len) { ScaleRun(xp + begin, y + begin, len, s, b, a.bias_after_scale); });
+  ParallelChunks(n,
+                 [&](int64_t begin, int64_t len) { ScaleRun(xp + begin, y + begin, len, s, b, a.bias_after_scale); });
   return Status::OK();
 }
 
@@ -239,8 +240,9 @@ void RegisterMathOps(OpRegistry& r) {
       .Kernel(DeviceType::kCPU, DType::kInt64, MakeKernel(ScaleCpu<int64_t>));
 
   r.Add("sum")
-      .Doc("Element-wise sum of same-shaped tensors (PaddlePaddle's add_n; the backward pass accumulates "
-           "gradients with it). @EMPTY@ entries are skipped.")
+      .Doc(
+          "Element-wise sum of same-shaped tensors (PaddlePaddle's add_n; the backward pass accumulates "
+          "gradients with it). @EMPTY@ entries are skipped.")
       .Input(kX, "The tensors to add, all of one shape and dtype.", kDuplicable)
       .Output(kOut, "Their sum, shaped like each input; may be one of the inputs.")
       .InferShape(InferSum)

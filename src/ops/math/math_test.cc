@@ -203,6 +203,11 @@ TEST_CASE("square and its gradient") {
   REQUIRE_OK(i.Run());
   i.ExpectOutput("Out", MakeTensor<int64_t>({3}, {9, 0, int64_t{1} << 62}), {0, 0});
 
+  OpTest u("square");
+  u.Input("X", RandomTensor(DType::kFloat32, {3, 5}, 16)).CompileDims("X", {-1, 5}).Output("Out");
+  REQUIRE_OK(u.Run());
+  CHECK(u.CompiledDims("Out") == Dims{-1, 5});
+
   OpTest g("square");
   g.Input("X", RandomTensor(DType::kFloat32, {3, 5}, 15)).Output("Out");
   g.CheckGrad({.inputs = {"X"}, .eps = 1e-6, .tol = {1e-7, 1e-6}});

@@ -41,11 +41,13 @@ struct MulDims {
 
 StatusOr<MulDims> AnalyzeMul(const Dims& x, const Dims& y, int xn, int yn) {
   if (xn >= x.rank())
-    return MakeError(ErrorCode::kShape, "X has shape {} (rank {}) but x_num_col_dims is {}: it must be less than X's rank",
-                     x.ToString(), x.rank(), xn);
+    return MakeError(ErrorCode::kShape,
+                     "X has shape {} (rank {}) but x_num_col_dims is {}: it must be less than X's rank", x.ToString(),
+                     x.rank(), xn);
   if (yn >= y.rank())
-    return MakeError(ErrorCode::kShape, "Y has shape {} (rank {}) but y_num_col_dims is {}: it must be less than Y's rank",
-                     y.ToString(), y.rank(), yn);
+    return MakeError(ErrorCode::kShape,
+                     "Y has shape {} (rank {}) but y_num_col_dims is {}: it must be less than Y's rank", y.ToString(),
+                     y.rank(), yn);
   MulDims d{x.Product(0, xn), x.Product(xn, x.rank()), y.Product(yn, y.rank()), {}};
   const int64_t ky = y.Product(0, yn);
   if (!DimMatch(d.k, ky))
@@ -122,8 +124,10 @@ class MulGradKernel final : public OpKernel {
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
-    if (Tensor* dx = ctx.OutOpt(kDX)) PC_RETURN_IF_ERROR(gemm_dx_.Run(Cpu(ctx), dx_shape_, dout, y.data<T>(), dx->data<T>()));
-    if (Tensor* dy = ctx.OutOpt(kDY)) PC_RETURN_IF_ERROR(gemm_dy_.Run(Cpu(ctx), dy_shape_, x.data<T>(), dout, dy->data<T>()));
+    if (Tensor* dx = ctx.OutOpt(kDX))
+      PC_RETURN_IF_ERROR(gemm_dx_.Run(Cpu(ctx), dx_shape_, dout, y.data<T>(), dx->data<T>()));
+    if (Tensor* dy = ctx.OutOpt(kDY))
+      PC_RETURN_IF_ERROR(gemm_dy_.Run(Cpu(ctx), dy_shape_, x.data<T>(), dout, dy->data<T>()));
     return Status::OK();
   }
 
@@ -174,9 +178,12 @@ StatusOr<MatmulDims> AnalyzeMatmul(const Dims& x, const Dims& y, bool trans_x, b
     const int64_t a = i < rb - xb ? 1 : x[i - (rb - xb)];
     const int64_t b = i < rb - yb ? 1 : y[i - (rb - yb)];
     int64_t o;
-    if (a == b || b == 1) o = a;
-    else if (a == 1) o = b;
-    else if (a < 0 || b < 0) o = std::max(a, b);
+    if (a == b || b == 1)
+      o = a;
+    else if (a == 1)
+      o = b;
+    else if (a < 0 || b < 0)
+      o = std::max(a, b);
     else
       return MakeError(ErrorCode::kShape, "{}: batch dim {} differs ({} vs {}) and neither is 1", context(), i, a, b);
     d.x_batch.push_back(a);
@@ -308,10 +315,14 @@ class MatmulV2GradKernel final : public OpKernel {
                ty, {});
     } else {
       const Dims& cb = d.out_batch;
-      if (!tx) dx_.Plan(GemmShape{cb, d.y_batch, cb, d.m, d.n, d.k, false, !ty}, true, d.x_batch);
-      else dx_.Plan(GemmShape{d.y_batch, cb, cb, d.k, d.n, d.m, ty, true}, false, d.x_batch);
-      if (!ty) dy_.Plan(GemmShape{d.x_batch, cb, cb, d.k, d.m, d.n, !tx, false}, false, d.y_batch);
-      else dy_.Plan(GemmShape{cb, d.x_batch, cb, d.n, d.m, d.k, true, tx}, true, d.y_batch);
+      if (!tx)
+        dx_.Plan(GemmShape{cb, d.y_batch, cb, d.m, d.n, d.k, false, !ty}, true, d.x_batch);
+      else
+        dx_.Plan(GemmShape{d.y_batch, cb, cb, d.k, d.n, d.m, ty, true}, false, d.x_batch);
+      if (!ty)
+        dy_.Plan(GemmShape{d.x_batch, cb, cb, d.k, d.m, d.n, !tx, false}, false, d.y_batch);
+      else
+        dy_.Plan(GemmShape{cb, d.x_batch, cb, d.n, d.m, d.k, true, tx}, true, d.y_batch);
     }
     x_dims_ = xd;
     y_dims_ = yd;
@@ -328,8 +339,9 @@ class MatmulV2GradKernel final : public OpKernel {
 
 void RegisterMatmulOps(OpRegistry& r) {
   r.Add("mul")
-      .Doc("Matrix product of X flattened to 2-D at x_num_col_dims and Y flattened at y_num_col_dims: "
-           "Out has dims X.dims[:x_num_col_dims] + Y.dims[y_num_col_dims:].")
+      .Doc(
+          "Matrix product of X flattened to 2-D at x_num_col_dims and Y flattened at y_num_col_dims: "
+          "Out has dims X.dims[:x_num_col_dims] + Y.dims[y_num_col_dims:].")
       .Input(kX, "The left operand, flattened to [prod(dims[:x_num_col_dims]), prod(dims[x_num_col_dims:])].")
       .Input(kY, "The right operand, flattened to [prod(dims[:y_num_col_dims]), prod(dims[y_num_col_dims:])].")
       .Output(kOut, "The product, shaped X.dims[:x_num_col_dims] + Y.dims[y_num_col_dims:].")
@@ -353,8 +365,9 @@ void RegisterMatmulOps(OpRegistry& r) {
       .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernelClass<MulGradKernel<double>>());
 
   r.Add("matmul_v2")
-      .Doc("NumPy matmul of X and Y, optionally transposing the last two dims of either: a 1-D operand is a "
-           "vector (its dim dropped from Out), batch dims broadcast.")
+      .Doc(
+          "NumPy matmul of X and Y, optionally transposing the last two dims of either: a 1-D operand is a "
+          "vector (its dim dropped from Out), batch dims broadcast.")
       .Input(kX, "The left operand, [..., M, K] ([..., K, M] with trans_x) or [K].")
       .Input(kY, "The right operand, [..., K, N] ([..., N, K] with trans_y) or [K].")
       .Output(kOut, "The product, [broadcast batch..., M, N] without the dims of 1-D operands.")

@@ -84,8 +84,10 @@ TEST_CASE("mul flattens at x_num_col_dims and y_num_col_dims") {
       y2.set_dims(c.y2);
       const auto ref = RefMatmul(x2, y2, false, false, c.out);
       const double k = static_cast<double>(c.x2[1]);
-      if (dt == DType::kFloat32) t.ExpectOutput("Out", FromDoubles<float>(c.out, ref), {k * 2e-7, 1e-5});
-      else t.ExpectOutput("Out", FromDoubles<double>(c.out, ref), {1e-12, 1e-12});
+      if (dt == DType::kFloat32)
+        t.ExpectOutput("Out", FromDoubles<float>(c.out, ref), {k * 2e-7, 1e-5});
+      else
+        t.ExpectOutput("Out", FromDoubles<double>(c.out, ref), {1e-12, 1e-12});
     }
   }
 }
@@ -103,7 +105,9 @@ TEST_CASE("mul keeps an unknown batch dim and reports bad shapes") {
     const char* message;
   };
   const Bad cases[] = {
-      {{7, 513}, {512, 1}, 1,
+      {{7, 513},
+       {512, 1},
+       1,
        "X has shape [7, 513] and Y has shape [512, 1]: flattened at x_num_col_dims 1 and y_num_col_dims 1 they are "
        "[7, 513] and [512, 1], so X's width 513 must equal Y's height 512"},
       {{2, 3}, {3, 4}, 2, "X has shape [2, 3] (rank 2) but x_num_col_dims is 2: it must be less than X's rank"},
@@ -156,8 +160,10 @@ TEST_CASE("matmul_v2 follows NumPy matmul") {
       CHECK(t.CompiledDims("Out") == c.out);
       const auto ref = RefMatmul(x, y, c.tx, c.ty, c.out);
       const double k = static_cast<double>(c.tx ? c.x.back(2) : c.x.back());
-      if (dt == DType::kFloat32) t.ExpectOutput("Out", FromDoubles<float>(c.out, ref), {k * 2e-7, 1e-5});
-      else t.ExpectOutput("Out", FromDoubles<double>(c.out, ref), {1e-12, 1e-12});
+      if (dt == DType::kFloat32)
+        t.ExpectOutput("Out", FromDoubles<float>(c.out, ref), {k * 2e-7, 1e-5});
+      else
+        t.ExpectOutput("Out", FromDoubles<double>(c.out, ref), {1e-12, 1e-12});
     }
   }
 }
@@ -181,17 +187,26 @@ TEST_CASE("matmul_v2 keeps unknown batch dims and reports bad shapes") {
     const char* message;
   };
   const Bad cases[] = {
-      {{3, 4}, {5, 6}, false,
+      {{3, 4},
+       {5, 6},
+       false,
        "X has shape [3, 4] and Y has shape [5, 6] (trans_x false, trans_y false): the contracted dims differ (X gives "
        "4, Y gives 5)"},
-      {{3, 4}, {5, 6}, true,
+      {{3, 4},
+       {5, 6},
+       true,
        "X has shape [3, 4] and Y has shape [5, 6] (trans_x false, trans_y true): the contracted dims differ (X gives "
        "4, Y gives 6)"},
-      {{2, 3, 4}, {3, 4, 5}, false,
+      {{2, 3, 4},
+       {3, 4, 5},
+       false,
        "X has shape [2, 3, 4] and Y has shape [3, 4, 5] (trans_x false, trans_y false): batch dim 0 differs (2 vs 3) "
        "and neither is 1"},
-      {{}, {3}, false, "X has shape [] and Y has shape [3] (trans_x false, trans_y false): matmul_v2 needs operands of "
-                       "rank >= 1"},
+      {{},
+       {3},
+       false,
+       "X has shape [] and Y has shape [3] (trans_x false, trans_y false): matmul_v2 needs operands of "
+       "rank >= 1"},
   };
   for (const Bad& c : cases) {
     OpTest b("matmul_v2");
@@ -211,7 +226,8 @@ TEST_CASE("mul gradients match central differences") {
   t.CheckGrad({.inputs = {"X", "Y"}, .eps = 1e-6, .tol = {1e-7, 1e-6}});
 
   OpTest f("mul");
-  f.Input("X", RandomTensor(DType::kFloat32, {2, 3, 2, 2}, 15)).Input("Y", RandomTensor(DType::kFloat32, {2, 2, 3}, 16));
+  f.Input("X", RandomTensor(DType::kFloat32, {2, 3, 2, 2}, 15))
+      .Input("Y", RandomTensor(DType::kFloat32, {2, 2, 3}, 16));
   f.Attr("x_num_col_dims", 2).Attr("y_num_col_dims", 2).Output("Out");
   f.CheckGrad({.inputs = {"X", "Y"}, .eps = 1e-6, .tol = {1e-7, 1e-6}});
 }
@@ -253,7 +269,8 @@ TEST_CASE("matmul_v2 and its gradient in float32 on two threads") {
 
   Tensor x1 = RandomTensor(DType::kFloat32, {64, 200}, 24);
   Tensor dout = RandomTensor(DType::kFloat32, {3, 64, 96}, 25);
-  auto g = math_test::RunThreaded("matmul_v2_grad", {{"X", x1}, {"Y", yb}, {"Out@GRAD", dout}}, {}, {"X@GRAD", "Y@GRAD"});
+  auto g =
+      math_test::RunThreaded("matmul_v2_grad", {{"X", x1}, {"Y", yb}, {"Out@GRAD", dout}}, {}, {"X@GRAD", "Y@GRAD"});
   // X@GRAD = sum_b dOut[b] Y[b]^T (3 * 96 terms); Y@GRAD[b] = X^T dOut[b] (64 terms).
   std::vector<double> ref_dx(64 * 200, 0.0), ref_dy(3 * 200 * 96, 0.0);
   const std::vector<double> d = ToDoubles(dout), w = ToDoubles(yb), xv = ToDoubles(x1);

@@ -58,8 +58,9 @@ struct ReduceSpec {
       if (rank == 0 && (d == 0 || d == -1)) continue;
       const int a = NormalizeAxis(d, rank);
       if (a < 0)
-        return MakeError(ErrorCode::kShape, "dim {} is out of range for X of shape {} (rank {}): it must be in [{}, {}]",
-                         d, x.ToString(), rank, -std::max(rank, 1), std::max(rank, 1) - 1);
+        return MakeError(ErrorCode::kShape,
+                         "dim {} is out of range for X of shape {} (rank {}): it must be in [{}, {}]", d, x.ToString(),
+                         rank, -std::max(rank, 1), std::max(rank, 1) - 1);
       if (mask & (uint32_t{1} << a))
         return MakeError(ErrorCode::kShape, "dim {} names axis {} of X (shape {}) twice", DimList(dim), a,
                          x.ToString());
@@ -85,8 +86,10 @@ StatusOr<DType> ReduceOutDType(std::string_view op_type, int out_dtype, DType x)
   const bool is_float = t.ok() && (*t == DType::kFloat32 || *t == DType::kFloat64);
   const bool is_int = t.ok() && (*t == DType::kInt32 || *t == DType::kInt64);
   if (!is_float && !(is_int && !mean))
-    return MakeError(ErrorCode::kShape, "out_dtype {} is not supported by {}: use -1 (X's dtype){}, 5 (float32) or 6 "
-                     "(float64)", out_dtype, op_type, mean ? "" : ", 2 (int32), 3 (int64)");
+    return MakeError(ErrorCode::kShape,
+                     "out_dtype {} is not supported by {}: use -1 (X's dtype){}, 5 (float32) or 6 "
+                     "(float64)",
+                     out_dtype, op_type, mean ? "" : ", 2 (int32), 3 (int64)");
   return *t;
 }
 
@@ -97,8 +100,10 @@ Status InferReduce(InferShapeContext& ctx) {
   PC_ASSIGN_OR_RETURN(DType dtype, ReduceOutDType(ctx.op_type(), spec.out_dtype, ctx.InputDType(kX)));
   Dims out;
   for (int i = 0; i < x.rank(); ++i) {
-    if (!(mask & (uint32_t{1} << i))) out.push_back(x[i]);
-    else if (spec.keep_dim) out.push_back(1);
+    if (!(mask & (uint32_t{1} << i)))
+      out.push_back(x[i]);
+    else if (spec.keep_dim)
+      out.push_back(1);
   }
   ctx.SetOutput(kOut, out, dtype);
   return Status::OK();
@@ -135,10 +140,14 @@ class ReduceKernel final : public OpKernel {
       x_dims_ = x.dims();
     }
     switch (out.dtype()) {
-      case DType::kFloat32: return Impl<float>(x, out);
-      case DType::kFloat64: return Impl<double>(x, out);
-      case DType::kInt32: return Impl<int32_t>(x, out);
-      case DType::kInt64: return Impl<int64_t>(x, out);
+      case DType::kFloat32:
+        return Impl<float>(x, out);
+      case DType::kFloat64:
+        return Impl<double>(x, out);
+      case DType::kInt32:
+        return Impl<int32_t>(x, out);
+      case DType::kInt64:
+        return Impl<int64_t>(x, out);
       default:
         return MakeError(ErrorCode::kUnimplemented, "cannot reduce into dtype {}", DTypeName(out.dtype()));
     }
@@ -214,8 +223,10 @@ class ReduceGradKernel final : public OpKernel {
       x_dims_ = x.dims();
     }
     switch (dout.dtype()) {
-      case DType::kFloat32: return Impl<float>(dout, *dx);
-      case DType::kFloat64: return Impl<double>(dout, *dx);
+      case DType::kFloat32:
+        return Impl<float>(dout, *dx);
+      case DType::kFloat64:
+        return Impl<double>(dout, *dx);
       default:
         return MakeError(ErrorCode::kUnimplemented, "Out@GRAD of dtype {} is not supported", DTypeName(dout.dtype()));
     }
@@ -262,8 +273,8 @@ template <bool kMean>
 void RegisterReduce(OpRegistry& r, const std::string& type, const std::string& what) {
   OpBuilder b = r.Add(type);
   b.Doc(fmt::format("The {} of X over the axes in `dim` (every axis with reduce_all); reduced axes are removed "
-                       "unless keep_dim, so reducing everything gives a 0-D tensor.",
-                       what))
+                    "unless keep_dim, so reducing everything gives a 0-D tensor.",
+                    what))
       .Input(kX, "Input tensor of any shape.")
       .Output(kOut, "The reduced tensor.")
       .Attr("dim", std::vector<int>{0}, "Axes to reduce; negative values count from the end.")

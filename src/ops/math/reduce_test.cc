@@ -106,9 +106,13 @@ TEST_CASE("reduce ops keep unknown dims and report bad axes") {
       {"reduce_sum", {2}, -1, "dim 2 is out of range for X of shape [2, 3] (rank 2): it must be in [-2, 1]"},
       {"reduce_mean", {-3}, -1, "dim -3 is out of range for X of shape [2, 3] (rank 2): it must be in [-2, 1]"},
       {"reduce_sum", {0, -2}, -1, "dim [0, -2] names axis 0 of X (shape [2, 3]) twice"},
-      {"reduce_mean", {0}, 3,
+      {"reduce_mean",
+       {0},
+       3,
        "out_dtype 3 is not supported by reduce_mean: use -1 (X's dtype), 5 (float32) or 6 (float64)"},
-      {"reduce_sum", {0}, 0,
+      {"reduce_sum",
+       {0},
+       0,
        "out_dtype 0 is not supported by reduce_sum: use -1 (X's dtype), 2 (int32), 3 (int64), 5 (float32) or 6 "
        "(float64)"},
   };
@@ -198,8 +202,7 @@ TEST_CASE("reductions on two threads match the references") {
     auto g = math_test::RunThreaded("reduce_mean_grad", {{"X", x}, {"Out@GRAD", dout}}, {ops::MakeAttr("dim", c.dim)},
                                     {"X@GRAD"});
     std::vector<double> d = ToDoubles(dout), ref(c.x.Numel());
-    for (int64_t i = 0; i < c.x.Numel(); ++i)
-      ref[i] = d[math_test::Ravel(math_test::Unravel(i, c.x), c.kept)] / count;
+    for (int64_t i = 0; i < c.x.Numel(); ++i) ref[i] = d[math_test::Ravel(math_test::Unravel(i, c.x), c.kept)] / count;
     ExpectClose(g.at("X@GRAD"), FromDoubles<float>(c.x, ref), {1e-7, 1e-6}, "reduce_mean_grad");
   }
 }
