@@ -87,9 +87,8 @@ StatusOr<DType> ReduceOutDType(std::string_view op_type, int out_dtype, DType x)
   const bool is_int = t.ok() && (*t == DType::kInt32 || *t == DType::kInt64);
   if (!is_float && !(is_int && !mean))
     return MakeError(ErrorCode::kShape,
-                     "out_dtype {} is not supported by {}: use -1 (X's dtype){}, 5 (float32) or 6 "
-                     "(float64)",
-                     out_dtype, op_type, mean ? "" : ", 2 (int32), 3 (int64)");
+                     "out_dtype {} is not supported by {}: use -1 (X's dtype){}, 5 (float32) or 6 (float64)", out_dtype,
+                     op_type, mean ? "" : ", 2 (int32), 3 (int64)");
   return *t;
 }
 
