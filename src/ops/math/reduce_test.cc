@@ -144,21 +144,22 @@ TEST_CASE("mean of all elements is 0-D") {
   CHECK(u.CompiledDims("Out") == Dims{});
 }
 
-// 2^20 copies of 0.1f: a float32 running sum drifts by about 1% here; blocked sums stay within 1e-6.
+// 2^20 copies of 0.1f: a float32 running sum drifts by about 1e-3 (relative) here; blocked sums stay
+// within 2e-5 even when the compiler does not vectorize them (256-term float blocks).
 TEST_CASE("long float32 sums stay accurate") {
   const float v = 0.1f;
   Tensor x = FullTensor<float>({1 << 20}, v);
   OpTest m("mean");
   m.Input("X", x).Output("Out");
   REQUIRE_OK(m.Run());
-  m.ExpectOutput("Out", MakeTensor<float>({}, {v}), {0, 1e-6});
+  m.ExpectOutput("Out", MakeTensor<float>({}, {v}), {0, 2e-5});
   auto threaded = math_test::RunThreaded("mean", {{"X", x}}, {}, {"Out"});
-  ExpectClose(threaded.at("Out"), MakeTensor<float>({}, {v}), {0, 1e-6}, "mean on two threads");
+  ExpectClose(threaded.at("Out"), MakeTensor<float>({}, {v}), {0, 2e-5}, "mean on two threads");
 
   OpTest s("reduce_sum");
   s.Input("X", FullTensor<float>({2, 1 << 19}, v)).Attr("dim", std::vector<int>{1}).Output("Out");
   REQUIRE_OK(s.Run());
-  s.ExpectOutput("Out", FromDoubles<float>({2}, {v * double(1 << 19), v * double(1 << 19)}), {0, 1e-6});
+  s.ExpectOutput("Out", FromDoubles<float>({2}, {v * double(1 << 19), v * double(1 << 19)}), {0, 2e-5});
 }
 
 TEST_CASE("reduce gradients match central differences") {
