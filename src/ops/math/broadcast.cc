@@ -50,10 +50,4 @@ StatusOr<ElementwiseShapes> BroadcastElementwise(const Dims& x, const Dims& y, i
   return s;
 }
 
-Dims PadRight(const Dims& dims, int rank) {
-  Dims d = dims;
-  d.resize(rank, 1);
-  return d;
-}
-
 }  // namespace paddlec::ops::math

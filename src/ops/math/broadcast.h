@@ -37,10 +37,6 @@ struct ElementwiseShapes {
 /// propagate: -1 against n > 1 gives n, -1 against 1 or -1 gives -1. Equal shapes ignore `axis`.
 StatusOr<ElementwiseShapes> BroadcastElementwise(const Dims& x, const Dims& y, int axis);
 
-/// `dims` padded with 1s on the right to `rank` (numpy-style broadcast aligned to the left; used
-/// for operands whose reduced axes are kept as 1s).
-Dims PadRight(const Dims& dims, int rank);
-
 template <int N>
 struct StridedLoop {
   int rank = 0;       // coalesced dims, outermost first; >= 1 once built
