@@ -1,0 +1,136 @@
+// Batched matrix products: oneDNN matmul for float32, Eigen for float64.
+#include "math/gemm.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+
+#include "paddlec/runtime/onednn.h"
+
+namespace paddlec::ops::math {
+
+namespace {
+
+/// The oneDNN view of a logical [batch..., rows, cols] operand stored [batch..., rows, cols]
+/// row-major, or [batch..., cols, rows] when `trans`: the transpose is just a pair of strides.
+dnnl::memory::desc MatrixDesc(const Dims& batch, int64_t rows, int64_t cols, bool trans) {
+  const int r = batch.rank();
+  dnnl::memory::dims dims(r + 2), strides(r + 2);
+  dims[r] = rows;
+  dims[r + 1] = cols;
+  strides[r] = trans ? 1 : cols;
+  strides[r + 1] = trans ? rows : 1;
+  int64_t step = rows * cols;
+  for (int i = r - 1; i >= 0; --i) {
+    dims[i] = batch[i];
+    strides[i] = step;
+    step *= batch[i];
+  }
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+}  // namespace
+
+struct Gemm<float>::Primitive {
+  GemmShape shape;
+  dnnl::matmul matmul;
+  dnnl::memory a, b, c, scratchpad;
+  // Arguments in the C API's form, built once: dnnl::primitive::execute would rebuild (and allocate)
+  // this array from a std::unordered_map on every call.
+  dnnl_exec_arg_t args[4];
+  int nargs = 0;
+};
+
+Gemm<float>::Gemm() = default;
+Gemm<float>::~Gemm() = default;
+
+Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, const float* a, const float* b, float* c) {
+  if (s.m == 0 || s.n == 0 || s.c_batch.Numel() == 0) return Status::OK();
+  if (s.k == 0) {
+    std::fill(c, c + s.c_batch.Numel() * s.m * s.n, 0.0f);
+    return Status::OK();
+  }
+  runtime::OneDnnHandles& dnn = cpu.onednn();
+  if (prim_ == nullptr || !(prim_->shape == s)) {
+    try {
+      auto p = std::make_unique<Primitive>();
+      p->shape = s;
+      dnnl::primitive_attr attr;
+      // The primitive's scratch memory is ours, allocated here once, not by oneDNN at each call.
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      const auto a_md = MatrixDesc(s.a_batch, s.m, s.k, s.trans_a);
+      const auto b_md = MatrixDesc(s.b_batch, s.k, s.n, s.trans_b);
+      const auto c_md = MatrixDesc(s.c_batch, s.m, s.n, false);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, dnn.engine);
+      p->matmul = dnnl::matmul(pd);
+      p->a = dnnl::memory(a_md, dnn.engine, DNNL_MEMORY_NONE);
+      p->b = dnnl::memory(b_md, dnn.engine, DNNL_MEMORY_NONE);
+      p->c = dnnl::memory(c_md, dnn.engine, DNNL_MEMORY_NONE);
+      p->args[0] = {DNNL_ARG_SRC, p->a.get()};
+      p->args[1] = {DNNL_ARG_WEIGHTS, p->b.get()};
+      p->args[2] = {DNNL_ARG_DST, p->c.get()};
+      p->nargs = 3;
+      if (pd.scratchpad_desc().get_size() > 0) {
+        p->scratchpad = dnnl::memory(pd.scratchpad_desc(), dnn.engine);
+        p->args[p->nargs++] = {DNNL_ARG_SCRATCHPAD, p->scratchpad.get()};
+      }
+      prim_ = std::move(p);
+    } catch (const dnnl::error& e) {
+      prim_.reset();
+      return MakeError(ErrorCode::kInternal, "oneDNN matmul for [{}x{}] x [{}x{}] (batch {}) failed: {}", s.m, s.k, s.k,
+                       s.n, s.c_batch.ToString(), e.what());
+    }
+  }
+  Primitive& p = *prim_;
+  dnnl_status_t st = dnnl_memory_set_data_handle(p.a.get(), const_cast<float*>(a));
+  if (st == dnnl_success) st = dnnl_memory_set_data_handle(p.b.get(), const_cast<float*>(b));
+  if (st == dnnl_success) st = dnnl_memory_set_data_handle(p.c.get(), c);
+  if (st == dnnl_success) st = dnnl_primitive_execute(p.matmul.get(), dnn.stream.get(), p.nargs, p.args);
+  if (st == dnnl_success) st = dnnl_stream_wait(dnn.stream.get());
+  if (st != dnnl_success)
+    return MakeError(ErrorCode::kRuntime, "oneDNN matmul for [{}x{}] x [{}x{}] failed with status {}", s.m, s.k, s.k,
+                     s.n, static_cast<int>(st));
+  return Status::OK();
+}
+
+Status Gemm<double>::Run(runtime::CpuContext&, const GemmShape& s, const double* a, const double* b, double* c) {
+  using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const int64_t batch = s.c_batch.Numel();
+  if (s.m == 0 || s.n == 0 || batch == 0) return Status::OK();
+  if (s.k == 0) {
+    std::fill(c, c + batch * s.m * s.n, 0.0);
+    return Status::OK();
+  }
+  // Matrix strides per batch dim; 0 where an operand is broadcast.
+  const int r = s.c_batch.rank();
+  int64_t as[kMaxRank], bs[kMaxRank];
+  int64_t sa = s.m * s.k, sb = s.k * s.n;
+  for (int i = r - 1; i >= 0; --i) {
+    as[i] = s.a_batch[i] == 1 ? 0 : sa;
+    bs[i] = s.b_batch[i] == 1 ? 0 : sb;
+    sa *= s.a_batch[i];
+    sb *= s.b_batch[i];
+  }
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    int64_t rem = bi, aoff = 0, boff = 0;
+    for (int i = r - 1; i >= 0; --i) {
+      const int64_t idx = rem % s.c_batch[i];
+      rem /= s.c_batch[i];
+      aoff += idx * as[i];
+      boff += idx * bs[i];
+    }
+    Eigen::Map<const Mat> A(a + aoff, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k);
+    Eigen::Map<const Mat> B(b + boff, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n);
+    Eigen::Map<Mat> C(c + bi * s.m * s.n, s.m, s.n);
+    if (!s.trans_a && !s.trans_b)
+      C.noalias() = A * B;
+    else if (s.trans_a && !s.trans_b)
+      C.noalias() = A.transpose() * B;
+    else if (!s.trans_a)
+      C.noalias() = A * B.transpose();
+    else
+      C.noalias() = A.transpose() * B.transpose();
+  }
+  return Status::OK();
+}
+
+}  // namespace paddlec::ops::math
