@@ -3,6 +3,9 @@
 
 namespace paddlec::ops {
 
-void RegisterNnOps(OpRegistry& registry) { RegisterConvOps(registry); }
+void RegisterNnOps(OpRegistry& registry) {
+  RegisterConvOps(registry);
+  RegisterPoolOps(registry);
+}
 
 }  // namespace paddlec::ops
