@@ -6,6 +6,7 @@ namespace paddlec::ops {
 void RegisterNnOps(OpRegistry& registry) {
   RegisterConvOps(registry);
   RegisterPoolOps(registry);
+  RegisterNormOps(registry);
 }
 
 }  // namespace paddlec::ops
