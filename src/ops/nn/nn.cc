@@ -7,6 +7,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterConvOps(registry);
   RegisterPoolOps(registry);
   RegisterNormOps(registry);
+  RegisterDropoutOps(registry);
 }
 
 }  // namespace paddlec::ops
