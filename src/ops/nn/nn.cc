@@ -8,6 +8,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterPoolOps(registry);
   RegisterNormOps(registry);
   RegisterDropoutOps(registry);
+  RegisterEmbeddingOps(registry);
 }
 
 }  // namespace paddlec::ops
