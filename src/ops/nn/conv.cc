@@ -309,9 +309,8 @@ class ConvGradKernel final : public OpKernel {
       return Status::OK();
     }
     if constexpr (std::is_same_v<T, float>) {
-      runtime::OneDnnHandles& h = ctx.device_as<runtime::CpuContext>().onednn();
-      if (dx) PC_RETURN_IF_ERROR(conv_.BackwardData(h, g, f, dy, dx->data<float>()));
-      if (df) PC_RETURN_IF_ERROR(conv_.BackwardWeights(h, g, x, dy, df->data<float>()));
+      return conv_.Backward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, f, dy,
+                            dx ? dx->data<float>() : nullptr, df ? df->data<float>() : nullptr);
     } else {
       if (dx) DirectBackwardData(g, f, dy, dx->data<T>());
       if (df) DirectBackwardWeights(g, x, dy, df->data<T>());

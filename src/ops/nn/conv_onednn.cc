@@ -204,6 +204,18 @@ Status OneDnnConv::BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g
 
 Status OneDnnConv::BackwardWeights(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy,
                                    float* dw) {
+  return BackwardWeightsImpl(h, g, x, dy, dw, false);
+}
+
+Status OneDnnConv::Backward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w,
+                            const float* dy, float* dx, float* dw) {
+  if (dx != nullptr) PC_RETURN_IF_ERROR(BackwardData(h, g, w, dy, dx));
+  if (dw != nullptr) PC_RETURN_IF_ERROR(BackwardWeightsImpl(h, g, x, dy, dw, dx != nullptr));
+  return Status::OK();
+}
+
+Status OneDnnConv::BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x,
+                                       const float* dy, float* dw, bool dy_reordered_by_backward_data) {
   return Guarded("backward-weights", [&] {
     if (!bwd_weights_ || !(bwd_weights_->g == g)) {
       auto b = std::make_unique<BackwardWeights_>();
@@ -229,10 +241,16 @@ Status OneDnnConv::BackwardWeights(runtime::OneDnnHandles& h, const ConvGeometry
       bwd_weights_ = std::move(b);
     }
     BackwardWeights_& b = *bwd_weights_;
-    b.diff_dst.In(h.stream, dy);
+    // Backward-data has just brought dy into its layout; when it is ours too, skip the second reorder.
+    const memory* diff_dst = &b.diff_dst.inner;
+    if (dy_reordered_by_backward_data && bwd_data_ && bwd_data_->g == g && bwd_data_->diff_dst.reordered &&
+        b.diff_dst.reordered && bwd_data_->pd.diff_dst_desc() == b.pd.diff_dst_desc())
+      diff_dst = &bwd_data_->diff_dst.inner;
+    else
+      b.diff_dst.In(h.stream, dy);
     b.src.In(h.stream, x);
     b.diff_weights.BindOut(dw);
-    b.prim.execute(h.stream, {{DNNL_ARG_DIFF_DST, b.diff_dst.inner},
+    b.prim.execute(h.stream, {{DNNL_ARG_DIFF_DST, *diff_dst},
                               {DNNL_ARG_SRC, b.src.inner},
                               {DNNL_ARG_DIFF_WEIGHTS, b.diff_weights.inner},
                               {DNNL_ARG_SCRATCHPAD, b.scratch}});

@@ -59,11 +59,18 @@ class OneDnnConv {
   Status BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy, float* dx);
   /// dw = conv_backward_weights(x, dy).
   Status BackwardWeights(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy, float* dw);
+  /// Both gradients (either pointer may be null); dy is reordered once when both primitives want the
+  /// same blocked layout for it.
+  Status Backward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, const float* dy,
+                  float* dx, float* dw);
 
   /// oneDNN's implementation names of the primitives built so far, e.g. "fwd=jit:avx512_core".
   std::string ImplInfo() const;
 
  private:
+  Status BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy,
+                             float* dw, bool dy_reordered_by_backward_data);
+
   struct Forward_;
   struct BackwardData_;
   struct BackwardWeights_;
