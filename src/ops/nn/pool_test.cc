@@ -124,6 +124,38 @@ std::vector<PoolCase> Cases() {
                 .ceil_mode = true,
                 .exclusive = false});
   cs.push_back({.x = {4, 32, 13, 13}, .ksize = {1, 1}, .type = "avg", .global = true});
+  cs.push_back({.x = {4, 32, 13, 13},
+                .ksize = {3, 3},
+                .type = "avg",
+                .strides = {2, 2},
+                .paddings = {1, 1},
+                .exclusive = false});
+  cs.push_back({.x = {4, 32, 13, 13},
+                .ksize = {3, 3},
+                .type = "avg",
+                .strides = {2, 2},
+                .paddings = {1, 1},
+                .ceil_mode = true,
+                .exclusive = false});
+  cs.push_back({.x = {4, 32, 14, 14},
+                .ksize = {3, 3},
+                .type = "avg",
+                .strides = {2, 2},
+                .paddings = {1, 1},
+                .ceil_mode = true,
+                .exclusive = false});
+  cs.push_back({.x = {4, 32, 13, 13},
+                .ksize = {3, 2},
+                .type = "avg",
+                .strides = {2, 2},
+                .paddings = {1, 0, 1, 1},
+                .exclusive = false});
+  cs.push_back({.x = {4, 32, 13, 13},
+                .ksize = {3, 2},
+                .type = "avg",
+                .strides = {2, 2},
+                .paddings = {1, 0, 1, 1},
+                .ceil_mode = true});
   // Windows past the padded input (ceil_mode with padding): they cover nothing and give 0.
   cs.push_back({.x = {1, 1, 3, 3}, .ksize = {2, 2}, .strides = {2, 2}, .paddings = {1, 1}, .ceil_mode = true});
   cs.push_back(
