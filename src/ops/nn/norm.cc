@@ -88,6 +88,9 @@ Status InferBatchNorm(InferShapeContext& ctx) {
       return ctx.Fail("{} has shape {} but X has shape {} with {} channels (axis {}, data_layout {}): {} must be [{}]",
                       s.name, d.ToString(), x.ToString(), c, axis, channel_last ? "NHWC" : "NCHW", s.name, c);
     c = DimMerge(c, d[0]);
+    if (ctx.InputDType(s) != ctx.InputDType(kBnX))
+      return ctx.Fail("{} is {} but X is {}: batch_norm needs both of one dtype", s.name, DTypeName(ctx.InputDType(s)),
+                      DTypeName(ctx.InputDType(kBnX)));
   }
   if (ctx.HasInput(kBnMomentum) && ctx.InputDims(kBnMomentum).Numel() != 1 && ctx.InputDims(kBnMomentum).Numel() >= 0)
     return ctx.Fail("MomentumTensor has shape {} but must hold one value", ctx.InputDims(kBnMomentum).ToString());
@@ -309,6 +312,9 @@ Status LayerNormView(InferShapeContext& ctx, int64_t* left, int64_t* right) {
     if (d.rank() != 1 || !DimMatch(d[0], *right))
       return ctx.Fail("{} has shape {} but X has shape {}, normalized from axis {} over {} elements: {} must be [{}]",
                       s.name, d.ToString(), x.ToString(), axis, *right, s.name, *right);
+    if (ctx.InputDType(s) != ctx.InputDType(kLnX))
+      return ctx.Fail("{} is {} but X is {}: layer_norm needs both of one dtype", s.name, DTypeName(ctx.InputDType(s)),
+                      DTypeName(ctx.InputDType(kLnX)));
   }
   return Status::OK();
 }

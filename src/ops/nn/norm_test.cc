@@ -173,6 +173,14 @@ TEST_CASE("batch_norm keeps an unknown batch at compile time and reports shape e
         "Scale has shape [4] but X has shape [2, 3, 5, 5] with 3 channels (axis 1, data_layout NCHW): Scale must be "
         "[3]");
 
+  BnInputs mixed = MakeBnInputs({2, 3, 5, 5}, 3, 445);
+  mixed.var = Cast(mixed.var, DType::kFloat64);
+  OpTest m("batch_norm");
+  SetUpBn(m, mixed);
+  st = m.Compile();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "Variance is float64 but X is float32: batch_norm needs both of one dtype");
+
   BnInputs r1 = MakeBnInputs({6}, 6, 450);
   OpTest e1("batch_norm");
   SetUpBn(e1, r1);
