@@ -167,10 +167,11 @@ class BatchNormKernel final : public OpKernel {
     T* y = ctx.Out(kBnY).data<T>();
     T* mean_out = ctx.Out(kBnMeanOut).data<T>();
     T* var_out = ctx.Out(kBnVarianceOut).data<T>();
-    T* saved_mean = ctx.Out(kBnSavedMean).data<T>();
-    T* saved_inv_std = ctx.Out(kBnSavedVariance).data<T>();
     const T eps = static_cast<T>(attrs_.epsilon);
     const int64_t c = v.c, m = v.per_channel();
+    // SavedMean / SavedVariance are intermediate outputs a program may leave out.
+    T* saved_mean = OutOrScratch(ctx, kBnSavedMean, saved_mean_, c);
+    T* saved_inv_std = OutOrScratch(ctx, kBnSavedVariance, saved_inv_std_, c);
 
     if (attrs_.global_stats) {
       if (mean_out != mean) std::copy(mean, mean + c, mean_out);
@@ -217,8 +218,15 @@ class BatchNormKernel final : public OpKernel {
   }
 
  private:
+  static T* OutOrScratch(KernelContext& ctx, OutSlot slot, std::vector<T>& scratch, int64_t c) {
+    if (Tensor* t = ctx.OutOpt(slot)) return t->data<T>();
+    scratch.resize(c);
+    return scratch.data();
+  }
+
   BatchNormAttrs attrs_;
-  std::vector<T> a_, b_;  // per-channel affine map, sized once per channel count
+  std::vector<T> a_, b_;                       // per-channel affine map, sized once per channel count
+  std::vector<T> saved_mean_, saved_inv_std_;  // stand-ins for absent SavedMean / SavedVariance
 };
 
 template <class T>

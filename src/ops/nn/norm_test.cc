@@ -121,6 +121,17 @@ TEST_CASE("batch_norm MomentumTensor overrides the momentum attribute") {
   ExpectBn(t, RefBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, false, false, 0.25, 1e-5), {2e-5, 2e-5});
 }
 
+TEST_CASE("batch_norm runs without its intermediate outputs SavedMean / SavedVariance") {
+  BnInputs in = MakeBnInputs({3, 2, 4}, 2, 405);
+  OpTest t("batch_norm");
+  t.Input("X", in.x).Input("Scale", in.scale).Input("Bias", in.bias).Input("Mean", in.mean).Input("Variance", in.var);
+  t.Output("Y").Output("MeanOut").Output("VarianceOut");
+  REQUIRE_OK(t.Run());
+  BnRef r = RefBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, false, false, 0.9, 1e-5);
+  t.ExpectOutput("Y", r.y, {2e-5, 2e-5});
+  t.ExpectOutput("VarianceOut", r.var_out, {2e-5, 2e-5});
+}
+
 TEST_CASE("batch_norm passes a single value per channel through, as PaddlePaddle does") {
   BnInputs in = MakeBnInputs({1, 4}, 4, 410);
   OpTest t("batch_norm");
