@@ -1,16 +1,18 @@
 // conv2d and conv2d_grad: 2-D convolution over NCHW tensors with PaddlePaddle's attributes.
 //
 // float32 runs on oneDNN (conv_onednn.h); float64 runs direct loops, which exist for precise
-// gradient checks. Layout choice, measured on this machine's Zen5 core (ms per call, 1 thread,
-// batch 64, 3x3, pad 1; blocked = oneDNN's own layouts including the reorders on every call):
-//                      forward          backward-data     backward-weights
-//   1->32, 28x28       plain 0.34-0.55  plain 0.47-0.78   plain 0.81-0.84
-//                      blocked 0.36     blocked 2.63      blocked 0.33
-//   32->64, 14x14      plain 3.60-3.68  plain 4.28-4.65   plain 3.92-4.06
-//                      blocked 2.35-2.50 blocked 2.45-2.53 blocked 2.42-2.51
-// (other shapes: blocked won every direction except backward-data with 3 input channels, 0.82 vs
-// 0.70), hence DefaultConvLayouts(). The benchmark that produced these is the skipped test case
-// "conv2d benchmark" in conv_test.cc (run it with --no-skip).
+// gradient checks. Layout choice, measured on this machine (Zen5, AVX-512; ms per call, batch 64,
+// 3x3, pad 1; "blocked" = oneDNN's own layouts including the reorders on every call; each cell is
+// 1 thread (range over 4 runs on a quiet host) / 2 threads (the one run the shared host left undisturbed)):
+//                           forward           backward-data     backward-weights
+//   1->32 28x28   plain     0.32-0.33 / 0.22  0.43-0.46 / 0.22  0.80-0.82 / 0.68
+//                 blocked   0.34-0.37 / 0.17  2.36-2.50 / 1.16  0.32-0.33 / 0.18
+//   32->64 14x14  plain     3.61-3.65 / 1.87  4.20-4.33 / 2.27  3.75-3.85 / 1.89
+//                 blocked   2.13-2.19 / 1.09  2.12-2.27 / 1.09  2.16-2.36 / 1.11
+// Blocked wins everywhere except backward-data with one input channel (its diff_src would be padded to
+// 16 channels); a wider sweep (3->16, 8->8, 16->16, 64->128, 20->24 5x5) put that boundary between 3 and
+// 8 channels (3 channels: blocked 0.82 vs plain 0.70 ms), hence DefaultConvLayouts(). The benchmark is
+// the skipped test case "conv2d benchmark" in conv_test.cc (run it with --no-skip).
 #include <cstring>
 #include <memory>
 #include <string>

@@ -177,12 +177,12 @@ void PoolForwardLoops(const PoolGeometry& g, const PoolAttrs& a, const T* x, T* 
           if (a.max) {
             T m = -std::numeric_limits<T>::infinity();
             for (int64_t h = rh.begin; h < rh.end; ++h)
-              for (int64_t x_ = rw.begin; x_ < rw.end; ++x_) m = std::max(m, xp[h * w.in[1] + x_]);
+              for (int64_t col = rw.begin; col < rw.end; ++col) m = std::max(m, xp[h * w.in[1] + col]);
             result = m;
           } else {
             T s = 0;
             for (int64_t h = rh.begin; h < rh.end; ++h)
-              for (int64_t x_ = rw.begin; x_ < rw.end; ++x_) s += xp[h * w.in[1] + x_];
+              for (int64_t col = rw.begin; col < rw.end; ++col) s += xp[h * w.in[1] + col];
             T count = (a.exclusive || a.adaptive) ? static_cast<T>((rh.end - rh.begin) * (rw.end - rw.begin)) : full;
             result = s / count;
           }
@@ -214,9 +214,9 @@ void PoolBackwardLoops(const PoolGeometry& g, const PoolAttrs& a, const T* x, co
           T m = yp[oh * w.out[1] + ow];
           bool done = false;
           for (int64_t h = rh.begin; h < rh.end && !done; ++h)
-            for (int64_t x_ = rw.begin; x_ < rw.end; ++x_)
-              if (xp[h * w.in[1] + x_] == m) {
-                dxp[h * w.in[1] + x_] += d;
+            for (int64_t col = rw.begin; col < rw.end; ++col)
+              if (xp[h * w.in[1] + col] == m) {
+                dxp[h * w.in[1] + col] += d;
                 done = true;
                 break;
               }
@@ -224,7 +224,7 @@ void PoolBackwardLoops(const PoolGeometry& g, const PoolAttrs& a, const T* x, co
           T count = (a.exclusive || a.adaptive) ? static_cast<T>((rh.end - rh.begin) * (rw.end - rw.begin)) : full;
           T share = d / count;
           for (int64_t h = rh.begin; h < rh.end; ++h)
-            for (int64_t x_ = rw.begin; x_ < rw.end; ++x_) dxp[h * w.in[1] + x_] += share;
+            for (int64_t col = rw.begin; col < rw.end; ++col) dxp[h * w.in[1] + col] += share;
         }
       }
     }
