@@ -1,0 +1,273 @@
+// oneDNN convolution primitives with cached primitive descriptors, reorders and scratch memory.
+#include "nn/conv_onednn.h"
+
+#include <string_view>
+
+namespace paddlec::ops::nn {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+constexpr auto kF32 = memory::data_type::f32;
+
+/// The oneDNN descriptions of a convolution on plain layouts.
+struct ConvDescs {
+  memory::desc src, weights, dst;
+  memory::dims strides, dilates, pad_l, pad_r;
+};
+
+ConvDescs MakeDescs(const ConvGeometry& g) {
+  const Window2d& w = g.w;
+  ConvDescs d;
+  d.src = memory::desc({g.n, g.c, w.in[0], w.in[1]}, kF32, Tag::nchw);
+  d.dst = memory::desc({g.n, g.o, w.out[0], w.out[1]}, kF32, Tag::nchw);
+  // Grouped filters [O, C/G, KH, KW] are, byte for byte, oneDNN's goihw [G, O/G, C/G, KH, KW].
+  d.weights = g.groups == 1 ? memory::desc({g.o, g.c, w.kernel[0], w.kernel[1]}, kF32, Tag::oihw)
+                            : memory::desc({g.groups, g.o_per_group(), g.c_per_group(), w.kernel[0], w.kernel[1]}, kF32,
+                                           Tag::goihw);
+  d.strides = {w.stride[0], w.stride[1]};
+  d.dilates = {w.dilation[0] - 1, w.dilation[1] - 1};  // oneDNN counts the gaps, PaddlePaddle the step
+  d.pad_l = {w.pad[0], w.pad[2]};
+  d.pad_r = {w.pad[1], w.pad[3]};
+  return d;
+}
+
+memory::desc Any(const memory::desc& plain) { return memory::desc(plain.dims(), kF32, Tag::any); }
+memory::desc Pick(ConvLayout layout, const memory::desc& plain) {
+  return layout == ConvLayout::kPlain ? plain : Any(plain);
+}
+
+/// A primitive's tensor argument: the caller's plain buffer and, when the primitive wants another
+/// layout, an internal buffer (allocated once) with the reorder between the two.
+struct Operand {
+  memory user;
+  memory inner;
+  dnnl::reorder reorder;
+  bool reordered = false;
+
+  void Init(const dnnl::engine& eng, const memory::desc& plain, const memory::desc& wanted, bool input) {
+    user = memory(plain, eng, DNNL_MEMORY_NONE);
+    reordered = wanted != plain;
+    if (!reordered) {
+      inner = user;
+      return;
+    }
+    inner = memory(wanted, eng);
+    reorder = input ? dnnl::reorder(user, inner) : dnnl::reorder(inner, user);
+  }
+  /// Points at the caller's buffer and brings it into the primitive's layout.
+  void In(dnnl::stream& s, const float* data) {
+    user.set_data_handle(const_cast<float*>(data));
+    if (reordered) reorder.execute(s, user, inner);
+  }
+  void BindOut(float* data) { user.set_data_handle(data); }
+  /// Brings the primitive's result back to the caller's buffer.
+  void Out(dnnl::stream& s) {
+    if (reordered) reorder.execute(s, inner, user);
+  }
+};
+
+dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+bool IsReference(const std::string& impl) { return std::string_view(impl).starts_with("ref"); }
+
+/// Runs oneDNN calls, turning its exceptions into a Status.
+template <class F>
+Status Guarded(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const dnnl::error& e) {
+    return MakeError(ErrorCode::kInternal, "oneDNN convolution {} failed: {} (status {})", what, e.what(),
+                     static_cast<int>(e.status));
+  }
+  return Status::OK();
+}
+
+/// The forward primitive descriptor for `layout`; a blocked request that only a reference
+/// implementation serves falls back to the plain layouts.
+dnnl::convolution_forward::primitive_desc ForwardPd(const dnnl::engine& eng, const ConvDescs& d, ConvLayout layout,
+                                                    const dnnl::primitive_attr& attr) {
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                       Pick(layout, d.src), Pick(layout, d.weights), Pick(layout, d.dst), d.strides,
+                                       d.dilates, d.pad_l, d.pad_r);
+  dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
+  if (layout == ConvLayout::kBlocked && IsReference(pd.impl_info_str()))
+    return ForwardPd(eng, d, ConvLayout::kPlain, attr);
+  return pd;
+}
+
+}  // namespace
+
+ConvLayouts DefaultConvLayouts(const ConvGeometry& g) {
+  ConvLayouts l;
+  if (g.c_per_group() < 4) l.backward_data = ConvLayout::kPlain;
+  return l;
+}
+
+struct OneDnnConv::Forward_ {
+  ConvGeometry g;
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+  Operand src, weights, dst;
+  memory scratch;
+};
+
+struct OneDnnConv::BackwardData_ {
+  ConvGeometry g;
+  dnnl::convolution_backward_data::primitive_desc pd;
+  dnnl::convolution_backward_data prim;
+  Operand diff_dst, weights, diff_src;
+  memory scratch;
+};
+
+struct OneDnnConv::BackwardWeights_ {
+  ConvGeometry g;
+  dnnl::convolution_backward_weights::primitive_desc pd;
+  dnnl::convolution_backward_weights prim;
+  Operand diff_dst, src, diff_weights;
+  memory scratch;
+};
+
+OneDnnConv::OneDnnConv(std::optional<ConvLayouts> forced) : forced_(forced) {}
+OneDnnConv::~OneDnnConv() = default;
+
+Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y) {
+  return Guarded("forward", [&] {
+    if (!fwd_ || !(fwd_->g == g)) {
+      auto f = std::make_unique<Forward_>();
+      f->g = g;
+      ConvDescs d = MakeDescs(g);
+      ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
+      f->pd = ForwardPd(h.engine, d, layouts.forward, UserScratchpad());
+      f->prim = dnnl::convolution_forward(f->pd);
+      f->src.Init(h.engine, d.src, f->pd.src_desc(), true);
+      f->weights.Init(h.engine, d.weights, f->pd.weights_desc(), true);
+      f->dst.Init(h.engine, d.dst, f->pd.dst_desc(), false);
+      f->scratch = memory(f->pd.scratchpad_desc(), h.engine);
+      fwd_ = std::move(f);
+    }
+    Forward_& f = *fwd_;
+    f.src.In(h.stream, x);
+    f.weights.In(h.stream, w);
+    f.dst.BindOut(y);
+    f.prim.execute(h.stream, {{DNNL_ARG_SRC, f.src.inner},
+                              {DNNL_ARG_WEIGHTS, f.weights.inner},
+                              {DNNL_ARG_DST, f.dst.inner},
+                              {DNNL_ARG_SCRATCHPAD, f.scratch}});
+    f.dst.Out(h.stream);
+    h.stream.wait();
+  });
+}
+
+Status OneDnnConv::BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy,
+                                float* dx) {
+  return Guarded("backward-data", [&] {
+    if (!bwd_data_ || !(bwd_data_->g == g)) {
+      auto b = std::make_unique<BackwardData_>();
+      b->g = g;
+      ConvDescs d = MakeDescs(g);
+      ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
+      ConvLayout l = layouts.backward_data;
+      auto hint = ForwardPd(h.engine, d, l, dnnl::primitive_attr());
+      dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, Pick(l, d.src),
+                                                 Pick(l, d.weights), Pick(l, d.dst), d.strides, d.dilates, d.pad_l,
+                                                 d.pad_r);
+      b->pd = dnnl::convolution_backward_data::primitive_desc(desc, UserScratchpad(), h.engine, hint);
+      if (l == ConvLayout::kBlocked && IsReference(b->pd.impl_info_str())) {
+        dnnl::convolution_backward_data::desc plain(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
+                                                    d.strides, d.dilates, d.pad_l, d.pad_r);
+        b->pd = dnnl::convolution_backward_data::primitive_desc(plain, UserScratchpad(), h.engine, hint);
+      }
+      b->prim = dnnl::convolution_backward_data(b->pd);
+      b->diff_dst.Init(h.engine, d.dst, b->pd.diff_dst_desc(), true);
+      b->weights.Init(h.engine, d.weights, b->pd.weights_desc(), true);
+      b->diff_src.Init(h.engine, d.src, b->pd.diff_src_desc(), false);
+      b->scratch = memory(b->pd.scratchpad_desc(), h.engine);
+      bwd_data_ = std::move(b);
+    }
+    BackwardData_& b = *bwd_data_;
+    b.diff_dst.In(h.stream, dy);
+    b.weights.In(h.stream, w);
+    b.diff_src.BindOut(dx);
+    b.prim.execute(h.stream, {{DNNL_ARG_DIFF_DST, b.diff_dst.inner},
+                              {DNNL_ARG_WEIGHTS, b.weights.inner},
+                              {DNNL_ARG_DIFF_SRC, b.diff_src.inner},
+                              {DNNL_ARG_SCRATCHPAD, b.scratch}});
+    b.diff_src.Out(h.stream);
+    h.stream.wait();
+  });
+}
+
+Status OneDnnConv::BackwardWeights(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy,
+                                   float* dw) {
+  return BackwardWeightsImpl(h, g, x, dy, dw, false);
+}
+
+Status OneDnnConv::Backward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w,
+                            const float* dy, float* dx, float* dw) {
+  if (dx != nullptr) PC_RETURN_IF_ERROR(BackwardData(h, g, w, dy, dx));
+  if (dw != nullptr) PC_RETURN_IF_ERROR(BackwardWeightsImpl(h, g, x, dy, dw, dx != nullptr));
+  return Status::OK();
+}
+
+Status OneDnnConv::BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x,
+                                       const float* dy, float* dw, bool dy_reordered_by_backward_data) {
+  return Guarded("backward-weights", [&] {
+    if (!bwd_weights_ || !(bwd_weights_->g == g)) {
+      auto b = std::make_unique<BackwardWeights_>();
+      b->g = g;
+      ConvDescs d = MakeDescs(g);
+      ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
+      ConvLayout l = layouts.backward_weights;
+      auto hint = ForwardPd(h.engine, d, l, dnnl::primitive_attr());
+      dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, Pick(l, d.src),
+                                                    Pick(l, d.weights), Pick(l, d.dst), d.strides, d.dilates, d.pad_l,
+                                                    d.pad_r);
+      b->pd = dnnl::convolution_backward_weights::primitive_desc(desc, UserScratchpad(), h.engine, hint);
+      if (l == ConvLayout::kBlocked && IsReference(b->pd.impl_info_str())) {
+        dnnl::convolution_backward_weights::desc plain(dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
+                                                       d.strides, d.dilates, d.pad_l, d.pad_r);
+        b->pd = dnnl::convolution_backward_weights::primitive_desc(plain, UserScratchpad(), h.engine, hint);
+      }
+      b->prim = dnnl::convolution_backward_weights(b->pd);
+      b->diff_dst.Init(h.engine, d.dst, b->pd.diff_dst_desc(), true);
+      b->src.Init(h.engine, d.src, b->pd.src_desc(), true);
+      b->diff_weights.Init(h.engine, d.weights, b->pd.diff_weights_desc(), false);
+      b->scratch = memory(b->pd.scratchpad_desc(), h.engine);
+      bwd_weights_ = std::move(b);
+    }
+    BackwardWeights_& b = *bwd_weights_;
+    // Backward-data has just brought dy into its layout; when it is ours too, skip the second reorder.
+    const memory* diff_dst = &b.diff_dst.inner;
+    if (dy_reordered_by_backward_data && bwd_data_ && bwd_data_->g == g && bwd_data_->diff_dst.reordered &&
+        b.diff_dst.reordered && bwd_data_->pd.diff_dst_desc() == b.pd.diff_dst_desc())
+      diff_dst = &bwd_data_->diff_dst.inner;
+    else
+      b.diff_dst.In(h.stream, dy);
+    b.src.In(h.stream, x);
+    b.diff_weights.BindOut(dw);
+    b.prim.execute(h.stream, {{DNNL_ARG_DIFF_DST, *diff_dst},
+                              {DNNL_ARG_SRC, b.src.inner},
+                              {DNNL_ARG_DIFF_WEIGHTS, b.diff_weights.inner},
+                              {DNNL_ARG_SCRATCHPAD, b.scratch}});
+    b.diff_weights.Out(h.stream);
+    h.stream.wait();
+  });
+}
+
+std::string OneDnnConv::ImplInfo() const {
+  std::string s;
+  auto add = [&](const char* name, const std::string& impl) {
+    s += (s.empty() ? "" : " ") + std::string(name) + "=" + impl;
+  };
+  if (fwd_) add("fwd", fwd_->pd.impl_info_str());
+  if (bwd_data_) add("bwd_data", bwd_data_->pd.impl_info_str());
+  if (bwd_weights_) add("bwd_weights", bwd_weights_->pd.impl_info_str());
+  return s;
+}
+
+}  // namespace paddlec::ops::nn

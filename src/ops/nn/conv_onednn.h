@@ -1,0 +1,83 @@
+// oneDNN convolution primitives (forward, backward-data, backward-weights) for one conv2d op
+// instance, created on first use and re-created only when the geometry changes.
+//
+// Tensors stay NCHW / OIHW in paddlec. Each primitive is built either on those plain layouts or with
+// format_tag::any, letting oneDNN pick its blocked layouts (nChw16c, OIhw16i16o, ...) and reordering
+// into and out of them on every call. Which is faster depends on the direction and the channel
+// counts; DefaultConvLayouts() encodes what was measured (numbers in conv.cc's header comment).
+#pragma once
+
+#include <dnnl.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "nn/window.h"
+#include "paddlec/core/error.h"
+#include "paddlec/runtime/onednn.h"
+
+namespace paddlec::ops::nn {
+
+/// The sizes of one 2-D convolution. -1 marks dims unknown at compile time; kernels see known ones.
+struct ConvGeometry {
+  int64_t n = -1, c = -1, o = -1, groups = 1;
+  Window2d w;
+
+  int64_t c_per_group() const { return c / groups; }
+  int64_t o_per_group() const { return o / groups; }
+  bool operator==(const ConvGeometry&) const = default;
+};
+
+enum class ConvLayout {
+  kPlain,    // NCHW / OIHW on the caller's buffers (oneDNN's gemm-based implementation)
+  kBlocked,  // oneDNN's preferred layouts (format_tag::any), reordered on every call
+};
+
+/// The layout of each of the three primitives.
+struct ConvLayouts {
+  ConvLayout forward = ConvLayout::kBlocked;
+  ConvLayout backward_data = ConvLayout::kBlocked;
+  ConvLayout backward_weights = ConvLayout::kBlocked;
+};
+
+/// The measured rule: blocked everywhere, except backward-data with fewer than 4 input channels per
+/// group, where a blocked diff_src wastes most of each 16-channel block.
+ConvLayouts DefaultConvLayouts(const ConvGeometry& g);
+
+/// float32 convolution on oneDNN. Not thread-safe: one instance per op instance.
+class OneDnnConv {
+ public:
+  /// `forced` overrides DefaultConvLayouts (benchmarks compare the layouts with it).
+  explicit OneDnnConv(std::optional<ConvLayouts> forced = std::nullopt);
+  ~OneDnnConv();
+  OneDnnConv(const OneDnnConv&) = delete;
+  OneDnnConv& operator=(const OneDnnConv&) = delete;
+
+  /// y = conv(x, w). All buffers are dense NCHW / OIHW float32 of the sizes in `g`.
+  Status Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y);
+  /// dx = conv_backward_data(w, dy).
+  Status BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy, float* dx);
+  /// dw = conv_backward_weights(x, dy).
+  Status BackwardWeights(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy, float* dw);
+  /// Both gradients (either pointer may be null); dy is reordered once when both primitives want the
+  /// same blocked layout for it.
+  Status Backward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, const float* dy,
+                  float* dx, float* dw);
+
+  /// oneDNN's implementation names of the primitives built so far, e.g. "fwd=jit:avx512_core".
+  std::string ImplInfo() const;
+
+ private:
+  Status BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy,
+                             float* dw, bool dy_reordered_by_backward_data);
+
+  struct Forward_;
+  struct BackwardData_;
+  struct BackwardWeights_;
+  std::optional<ConvLayouts> forced_;
+  std::unique_ptr<Forward_> fwd_;
+  std::unique_ptr<BackwardData_> bwd_data_;
+  std::unique_ptr<BackwardWeights_> bwd_weights_;
+};
+
+}  // namespace paddlec::ops::nn

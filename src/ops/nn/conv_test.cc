@@ -1,0 +1,352 @@
+// conv2d / conv2d_grad against a naive double-precision convolution written here, gradient checks,
+// shape errors, oneDNN primitive caching, and a (skipped) layout benchmark.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "nn/conv_onednn.h"
+#include "paddlec/runtime/device_context.h"
+#include "paddlec/runtime/onednn.h"
+#include "testing/op_tester.h"
+
+namespace paddlec::testing {
+namespace {
+
+namespace nn = ops::nn;
+
+struct ConvCase {
+  Dims x, f;
+  std::vector<int> strides{1, 1}, paddings{0, 0}, dilations{1, 1};
+  int groups = 1;
+  std::string algorithm = "EXPLICIT";
+};
+
+/// Padding [top, bottom, left, right] and effective dilation of a case, per PaddlePaddle's rules,
+/// computed independently of the op's code.
+void RefPadding(const ConvCase& c, int64_t pad[4], int64_t dil[2]) {
+  for (int a = 0; a < 2; ++a) {
+    dil[a] = c.dilations[a];
+    pad[2 * a] = c.paddings.size() == 4 ? c.paddings[2 * a] : c.paddings[a];
+    pad[2 * a + 1] = c.paddings.size() == 4 ? c.paddings[2 * a + 1] : c.paddings[a];
+    if (c.algorithm == "VALID") pad[2 * a] = pad[2 * a + 1] = 0;
+    if (c.algorithm == "SAME") {
+      int64_t in = c.x[2 + a], k = c.f[2 + a], s = c.strides[a];
+      int64_t out = (in + s - 1) / s;
+      int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
+      pad[2 * a] = total / 2;
+      pad[2 * a + 1] = total - total / 2;
+      dil[a] = 1;
+    }
+  }
+}
+
+/// Naive convolution in double: for each output pixel, sum over the zero-padded input window.
+Tensor RefConv(const ConvCase& c, const Tensor& xt, const Tensor& ft, DType out_dtype) {
+  int64_t pad[4], dil[2];
+  RefPadding(c, pad, dil);
+  std::vector<double> x = ToDoubles(xt), f = ToDoubles(ft);
+  int64_t N = c.x[0], C = c.x[1], H = c.x[2], W = c.x[3], O = c.f[0], KH = c.f[2], KW = c.f[3];
+  int64_t G = c.groups, CG = C / G, OG = O / G;
+  int64_t OH = (H + pad[0] + pad[1] - (dil[0] * (KH - 1) + 1)) / c.strides[0] + 1;
+  int64_t OW = (W + pad[2] + pad[3] - (dil[1] * (KW - 1) + 1)) / c.strides[1] + 1;
+  std::vector<double> y(N * O * OH * OW, 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double s = 0;
+          for (int64_t ci = 0; ci < CG; ++ci)
+            for (int64_t i = 0; i < KH; ++i)
+              for (int64_t j = 0; j < KW; ++j) {
+                int64_t h = oh * c.strides[0] - pad[0] + i * dil[0], w = ow * c.strides[1] - pad[2] + j * dil[1];
+                if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                int64_t cin = (o / OG) * CG + ci;
+                s += x[((n * C + cin) * H + h) * W + w] * f[((o * CG + ci) * KH + i) * KW + j];
+              }
+          y[((n * O + o) * OH + oh) * OW + ow] = s;
+        }
+  return Cast(MakeTensor<double>({N, O, OH, OW}, y), out_dtype);
+}
+
+/// Binds a conv2d case to `t` (an OpTest of conv2d).
+void SetUpConv(OpTest& t, const ConvCase& c, const Tensor& x, const Tensor& f) {
+  t.Input("Input", x).Input("Filter", f).Output("Output");
+  if (c.strides != std::vector<int>{1, 1}) t.Attr("strides", c.strides);
+  if (c.paddings != std::vector<int>{0, 0}) t.Attr("paddings", c.paddings);
+  if (c.dilations != std::vector<int>{1, 1}) t.Attr("dilations", c.dilations);
+  if (c.groups != 1) t.Attr("groups", c.groups);
+  if (c.algorithm != "EXPLICIT") t.Attr("padding_algorithm", c.algorithm);
+}
+
+std::vector<ConvCase> Cases() {
+  std::vector<ConvCase> cs;
+  cs.push_back({.x = {2, 3, 7, 7}, .f = {4, 3, 3, 3}});  // defaults
+  cs.push_back({.x = {2, 3, 13, 13}, .f = {5, 3, 3, 3}, .strides = {2, 2}, .paddings = {1, 1}});
+  cs.push_back({.x = {1, 2, 13, 7}, .f = {3, 2, 3, 3}, .paddings = {2, 2}, .dilations = {2, 2}});
+  cs.push_back({.x = {2, 4, 7, 7}, .f = {6, 2, 3, 3}, .paddings = {1, 1}, .groups = 2});
+  cs.push_back({.x = {2, 3, 13, 7}, .f = {4, 3, 3, 2}, .strides = {2, 3}, .algorithm = "SAME"});
+  cs.push_back({.x = {1, 3, 7, 13}, .f = {2, 3, 4, 3}, .strides = {2, 1}, .paddings = {5, 5}, .algorithm = "VALID"});
+  cs.push_back({.x = {2, 2, 7, 7}, .f = {4, 2, 3, 3}, .paddings = {0, 2, 1, 0}});  // top, bottom, left, right
+  cs.push_back(
+      {.x = {1, 6, 7, 7}, .f = {6, 1, 3, 3}, .strides = {2, 2}, .paddings = {1, 1}, .groups = 6});  // depthwise
+  cs.push_back({.x = {1, 16, 13, 13}, .f = {32, 16, 5, 5}, .strides = {1, 2}, .paddings = {2, 1}});
+  // SAME resets dilations to 1 (PaddlePaddle's UpdatePaddingAndDilation).
+  cs.push_back({.x = {1, 2, 7, 7}, .f = {2, 2, 3, 3}, .dilations = {2, 2}, .algorithm = "SAME"});
+  return cs;
+}
+
+// float32 (oneDNN) within 1e-5 relative + 1e-5 absolute of the double reference; float64 (direct
+// loops) within 1e-12.
+TEST_CASE("conv2d matches a naive convolution in float32 and float64") {
+  int seed = 0;
+  for (const ConvCase& c : Cases()) {
+    CAPTURE(c.x.ToString());
+    CAPTURE(c.f.ToString());
+    CAPTURE(c.algorithm);
+    seed += 2;
+    Tensor x = RandomTensor(DType::kFloat32, c.x, seed), f = RandomTensor(DType::kFloat32, c.f, seed + 1);
+    for (DType dt : {DType::kFloat32, DType::kFloat64}) {
+      OpTest t("conv2d");
+      SetUpConv(t, c, Cast(x, dt), Cast(f, dt));
+      REQUIRE_OK(t.Run());
+      Tolerance tol = dt == DType::kFloat32 ? Tolerance{1e-5, 1e-5} : Tolerance{1e-12, 1e-12};
+      t.ExpectOutput("Output", RefConv(c, x, f, dt), tol);
+    }
+  }
+}
+
+TEST_CASE("conv2d keeps an unknown batch at compile time") {
+  ConvCase c{.x = {3, 1, 28, 28}, .f = {32, 1, 3, 3}, .paddings = {1, 1}};
+  Tensor x = RandomTensor(DType::kFloat32, c.x, 1), f = RandomTensor(DType::kFloat32, c.f, 2);
+  OpTest t("conv2d");
+  SetUpConv(t, c, x, f);
+  t.CompileDims("Input", {-1, 1, 28, 28});
+  REQUIRE_OK(t.Run());
+  CHECK(t.CompiledDims("Output") == Dims{-1, 32, 28, 28});
+
+  ConvCase s{.x = {2, 3, 13, 7}, .f = {4, 3, 3, 3}, .strides = {2, 2}, .algorithm = "SAME"};
+  OpTest same("conv2d");
+  SetUpConv(same, s, RandomTensor(DType::kFloat32, s.x, 3), RandomTensor(DType::kFloat32, s.f, 4));
+  same.CompileDims("Input", {-1, 3, -1, 7});
+  REQUIRE_OK(same.Run());
+  CHECK(same.CompiledDims("Output") == Dims{-1, 4, -1, 4});
+}
+
+std::string CompileError(OpTest& t) {
+  Status st = t.Compile();
+  REQUIRE_FALSE(st.ok());
+  return st.error().message();
+}
+
+TEST_CASE("conv2d shape errors name the slots and shapes") {
+  auto make = [](OpTest& t, Dims x, Dims f) {
+    t.Input("Input", RandomTensor(DType::kFloat32, x, 1)).Input("Filter", RandomTensor(DType::kFloat32, f, 2));
+    t.Output("Output");
+  };
+  {
+    OpTest t("conv2d");
+    make(t, {2, 3, 7, 7}, {4, 2, 3, 3});
+    CHECK(CompileError(t) ==
+          "Input has shape [2, 3, 7, 7] (3 channels) but Filter has shape [4, 2, 3, 3]: Input channels must equal "
+          "Filter.dims[1] * groups = 2 * 1 = 2");
+  }
+  {
+    OpTest t("conv2d");
+    make(t, {2, 4, 7, 7}, {5, 2, 3, 3});
+    t.Attr("groups", 2);
+    CHECK(CompileError(t) == "Filter has shape [5, 2, 3, 3]: its 5 output channels are not divisible by groups = 2");
+  }
+  {
+    OpTest t("conv2d");
+    make(t, {1, 1, 2, 5}, {1, 1, 3, 3});
+    CHECK(CompileError(t) ==
+          "Input has shape [1, 1, 2, 5] but Filter has shape [1, 1, 3, 3]: the filter height 3 (dilation 1, spanning "
+          "3) does not fit the input height 2 padded by 0 and 0");
+  }
+  {
+    OpTest t("conv2d");
+    make(t, {1, 1, 9, 5}, {1, 1, 3, 3});
+    t.Attr("dilations", std::vector<int>{1, 3});
+    CHECK(CompileError(t) ==
+          "Input has shape [1, 1, 9, 5] but Filter has shape [1, 1, 3, 3]: the filter width 3 (dilation 3, spanning "
+          "7) does not fit the input width 5 padded by 0 and 0");
+  }
+  {
+    OpTest t("conv2d");
+    make(t, {1, 7, 7, 3}, {4, 3, 3, 3});
+    t.Attr("data_format", "NHWC");
+    CHECK(CompileError(t) ==
+          "data_format 'NHWC' is not supported: conv2d takes NCHW input (set data_format to \"NCHW\" and transpose "
+          "the input)");
+  }
+  {
+    OpTest t("conv2d");
+    make(t, {1, 3, 7, 7}, {4, 3, 3, 3});
+    t.Attr("paddings", std::vector<int>{1, 1, 1});
+    CHECK(CompileError(t) ==
+          "attribute 'paddings' has 3 values but conv2d needs 2 (height, width) or 4 (top, bottom, left, right)");
+  }
+  {
+    OpTest t("conv2d");
+    make(t, {3, 7, 7}, {4, 3, 3, 3});
+    CHECK(CompileError(t) == "Input has shape [3, 7, 7] (rank 3) but conv2d needs a 4-D NCHW input");
+  }
+  {
+    OpTest t("conv2d");
+    make(t, {1, 3, 7, 7}, {4, 3, 3, 3});
+    t.Attr("fuse_relu", true);
+    CHECK(CompileError(t) ==
+          "attribute 'fuse_relu' = true asks for a fused oneDNN kernel, which paddlec does not implement; express "
+          "the fused operation as separate ops");
+  }
+  {
+    OpTest t("conv2d");
+    make(t, {1, 3, 7, 7}, {4, 3, 3, 3});
+    t.Attr("groups", 0);
+    CHECK(CompileError(t) == "attribute 'groups' value 0 is out of range: must be >= 1");
+  }
+}
+
+// Central differences in float64 with step 1e-6: the loss is bilinear in Input and Filter, so the
+// only error is rounding (~1e-10); tolerance 1e-7 absolute + 1e-6 relative.
+TEST_CASE("conv2d_grad matches central differences") {
+  std::vector<ConvCase> cs = {
+      {.x = {2, 3, 7, 7}, .f = {4, 3, 3, 3}, .strides = {2, 2}, .paddings = {1, 1}},
+      {.x = {1, 4, 7, 5}, .f = {4, 2, 3, 3}, .paddings = {1, 0, 2, 1}, .dilations = {2, 1}, .groups = 2},
+      {.x = {2, 2, 7, 7}, .f = {3, 2, 3, 2}, .strides = {2, 1}, .algorithm = "SAME"},
+  };
+  int seed = 10;
+  for (const ConvCase& c : cs) {
+    CAPTURE(c.x.ToString());
+    seed += 2;
+    OpTest t("conv2d");
+    SetUpConv(t, c, RandomTensor(DType::kFloat32, c.x, seed), RandomTensor(DType::kFloat32, c.f, seed + 1));
+    t.CheckGrad({.inputs = {"Input", "Filter"}, .output = "Output", .eps = 1e-6, .tol = {1e-7, 1e-6}});
+  }
+}
+
+// The float32 oneDNN backward primitives against the float64 direct loops, on shapes where oneDNN
+// picks both plain (1 input channel) and blocked layouts; tolerance 1e-4 relative + 1e-4 absolute
+// (sums of up to a few thousand float32 products).
+TEST_CASE("conv2d_grad float32 (oneDNN) matches float64 (direct)") {
+  std::vector<ConvCase> cs = {
+      {.x = {4, 1, 28, 28}, .f = {32, 1, 3, 3}, .paddings = {1, 1}},
+      {.x = {4, 32, 14, 14}, .f = {64, 32, 3, 3}, .paddings = {1, 1}},
+      {.x = {3, 8, 13, 13},
+       .f = {12, 4, 3, 3},
+       .strides = {2, 2},
+       .paddings = {1, 1},
+       .dilations = {2, 2},
+       .groups = 2},
+  };
+  int seed = 20;
+  for (const ConvCase& c : cs) {
+    CAPTURE(c.x.ToString());
+    seed += 3;
+    Tensor x = RandomTensor(DType::kFloat32, c.x, seed), f = RandomTensor(DType::kFloat32, c.f, seed + 1);
+    Tensor y = RefConv(c, x, f, DType::kFloat32);
+    Tensor dy = RandomTensor(DType::kFloat32, y.dims(), seed + 2);
+    std::map<DType, std::pair<Tensor, Tensor>> grads;
+    for (DType dt : {DType::kFloat64, DType::kFloat32}) {
+      OpTest t("conv2d_grad");
+      t.Input("Input", Cast(x, dt)).Input("Filter", Cast(f, dt)).Input("Output@GRAD", Cast(dy, dt));
+      t.Output("Input@GRAD").Output("Filter@GRAD");
+      if (c.strides != std::vector<int>{1, 1}) t.Attr("strides", c.strides);
+      if (c.paddings != std::vector<int>{0, 0}) t.Attr("paddings", c.paddings);
+      if (c.dilations != std::vector<int>{1, 1}) t.Attr("dilations", c.dilations);
+      if (c.groups != 1) t.Attr("groups", c.groups);
+      REQUIRE_OK(t.Run());
+      grads[dt] = {t.Out("Input@GRAD"), t.Out("Filter@GRAD")};
+    }
+    ExpectClose(grads[DType::kFloat32].first, grads[DType::kFloat64].first, {1e-4, 1e-4}, "Input@GRAD");
+    ExpectClose(grads[DType::kFloat32].second, grads[DType::kFloat64].second, {1e-4, 1e-4}, "Filter@GRAD");
+  }
+}
+
+/// Geometry of a case for calling the oneDNN wrapper directly (explicit symmetric padding).
+nn::ConvGeometry Geometry(const ConvCase& c) {
+  nn::ConvGeometry g;
+  g.n = c.x[0], g.c = c.x[1], g.o = c.f[0], g.groups = c.groups;
+  int64_t pad[4], dil[2];
+  RefPadding(c, pad, dil);
+  for (int a = 0; a < 2; ++a) {
+    g.w.in[a] = c.x[2 + a];
+    g.w.kernel[a] = c.f[2 + a];
+    g.w.stride[a] = c.strides[a];
+    g.w.dilation[a] = dil[a];
+    g.w.out[a] = (g.w.in[a] + pad[2 * a] + pad[2 * a + 1] - (dil[a] * (g.w.kernel[a] - 1) + 1)) / c.strides[a] + 1;
+  }
+  std::copy(pad, pad + 4, g.w.pad);
+  return g;
+}
+
+TEST_CASE("conv2d oneDNN primitives are rebuilt when the shape changes, and both layouts agree") {
+  runtime::CpuContext cpu(1);
+  ConvCase a{.x = {2, 8, 9, 9}, .f = {16, 8, 3, 3}, .paddings = {1, 1}};
+  ConvCase b{.x = {3, 8, 7, 11}, .f = {16, 8, 3, 3}, .strides = {2, 2}};
+  for (auto layout : {nn::ConvLayout::kPlain, nn::ConvLayout::kBlocked}) {
+    nn::OneDnnConv conv(nn::ConvLayouts{layout, layout, layout});
+    int seed = 30;
+    for (const ConvCase* c : {&a, &b, &a}) {
+      seed += 2;
+      Tensor x = RandomTensor(DType::kFloat32, c->x, seed), f = RandomTensor(DType::kFloat32, c->f, seed + 1);
+      Tensor expected = RefConv(*c, x, f, DType::kFloat32);
+      Tensor y(DType::kFloat32, expected.dims());
+      REQUIRE(y.Allocate(HostAllocator()).ok());
+      REQUIRE_OK(conv.Forward(cpu.onednn(), Geometry(*c), x.data<float>(), f.data<float>(), y.data<float>()));
+      ExpectClose(y, expected, {1e-5, 1e-5}, "oneDNN forward " + conv.ImplInfo());
+    }
+  }
+}
+
+// Times the three primitives on the LeNet shapes with each layout. Skipped by default (timings are
+// not assertions); run: ./build/ops_test -tc='conv2d benchmark*' --no-skip
+TEST_CASE("conv2d benchmark: plain vs blocked layouts on LeNet shapes" * doctest::skip()) {
+  struct Shape {
+    const char* name;
+    ConvCase c;
+  };
+  const Shape shapes[] = {{"1->32 28x28", {.x = {64, 1, 28, 28}, .f = {32, 1, 3, 3}, .paddings = {1, 1}}},
+                          {"32->64 14x14", {.x = {64, 32, 14, 14}, .f = {64, 32, 3, 3}, .paddings = {1, 1}}}};
+  auto time_ms = [](auto&& fn) {
+    for (int i = 0; i < 3; ++i) fn();
+    std::vector<double> runs;
+    for (int r = 0; r < 7; ++r) {
+      int reps = 0;
+      auto t0 = std::chrono::steady_clock::now();
+      double el = 0;
+      do {
+        fn();
+        ++reps;
+        el = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      } while (el < 100);
+      runs.push_back(el / reps);
+    }
+    std::sort(runs.begin(), runs.end());
+    return runs[runs.size() / 2];
+  };
+  for (int threads : {1, 2}) {
+    runtime::CpuContext cpu(threads);
+    for (const Shape& s : shapes) {
+      nn::ConvGeometry g = Geometry(s.c);
+      Tensor x = RandomTensor(DType::kFloat32, s.c.x, 1), f = RandomTensor(DType::kFloat32, s.c.f, 2);
+      Tensor y = RefConv(s.c, x, f, DType::kFloat32), dx = Cast(x, DType::kFloat32), df = Cast(f, DType::kFloat32);
+      for (auto layout : {nn::ConvLayout::kPlain, nn::ConvLayout::kBlocked}) {
+        nn::OneDnnConv conv(nn::ConvLayouts{layout, layout, layout});
+        double fwd = time_ms(
+            [&] { CHECK_OK(conv.Forward(cpu.onednn(), g, x.data<float>(), f.data<float>(), y.data<float>())); });
+        double bd = time_ms(
+            [&] { CHECK_OK(conv.BackwardData(cpu.onednn(), g, f.data<float>(), y.data<float>(), dx.data<float>())); });
+        double bw = time_ms([&] {
+          CHECK_OK(conv.BackwardWeights(cpu.onednn(), g, x.data<float>(), y.data<float>(), df.data<float>()));
+        });
+        MESSAGE(fmt::format(
+            "{} threads, {}, {}: forward {:.3f} ms, backward-data {:.3f} ms, backward-weights {:.3f} ms [{}]", threads,
+            s.name, layout == nn::ConvLayout::kPlain ? "plain  " : "blocked", fwd, bd, bw, conv.ImplInfo()));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace paddlec::testing

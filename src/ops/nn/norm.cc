@@ -1,0 +1,531 @@
+// batch_norm and layer_norm with their gradients, following PaddlePaddle's CPU kernels.
+//
+// batch_norm (training): per channel, mean and the biased variance over N and the spatial dims;
+// Y = (X - mean) / sqrt(var + eps) * Scale + Bias; the running statistics (MeanOut / VarianceOut,
+// normally the same variables as Mean / Variance) become momentum * running + (1 - momentum) * batch,
+// using the biased batch variance as PaddlePaddle does. SavedMean / SavedVariance hold the batch mean
+// and the inverse standard deviation 1 / sqrt(var + eps). In test mode (is_test without
+// trainable_statistics, or use_global_stats) the running statistics normalize, and SavedMean /
+// SavedVariance hold them (mean and inverse std) so that batch_norm_grad needs no other inputs.
+//
+// Every reduction (per channel, per row, per column) runs in a fixed order on one thread, so results
+// do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/cpu_kernels.h"
+#include "nn/nn.h"
+#include "paddlec/ops/op_registry.h"
+
+namespace paddlec::ops {
+namespace {
+
+// ---- batch_norm slots -----------------------------------------------------------------------
+
+constexpr InSlot kBnX{0, "X"};
+constexpr InSlot kBnScale{1, "Scale"};
+constexpr InSlot kBnBias{2, "Bias"};
+constexpr InSlot kBnMean{3, "Mean"};
+constexpr InSlot kBnVariance{4, "Variance"};
+constexpr InSlot kBnMomentum{5, "MomentumTensor"};
+constexpr OutSlot kBnY{0, "Y"};
+constexpr OutSlot kBnMeanOut{1, "MeanOut"};
+constexpr OutSlot kBnVarianceOut{2, "VarianceOut"};
+constexpr OutSlot kBnSavedMean{3, "SavedMean"};
+constexpr OutSlot kBnSavedVariance{4, "SavedVariance"};
+constexpr OutSlot kBnReserveSpace{5, "ReserveSpace"};
+// batch_norm_grad: (X, Scale, Bias, SavedMean, SavedVariance, Y@GRAD) -> (X@GRAD, Scale@GRAD, Bias@GRAD).
+constexpr InSlot kBnGX{0, "X"};
+constexpr InSlot kBnGScale{1, "Scale"};
+constexpr InSlot kBnGBias{2, "Bias"};
+constexpr InSlot kBnGSavedMean{3, "SavedMean"};
+constexpr InSlot kBnGSavedVariance{4, "SavedVariance"};
+constexpr InSlot kBnGDY{5, "Y@GRAD"};
+constexpr OutSlot kBnGDX{0, "X@GRAD"};
+constexpr OutSlot kBnGDScale{1, "Scale@GRAD"};
+constexpr OutSlot kBnGDBias{2, "Bias@GRAD"};
+
+struct BatchNormAttrs {
+  float momentum, epsilon;
+  bool channel_last;
+  bool global_stats;  // normalize with the running statistics
+
+  static BatchNormAttrs Decode(const AttrReader& a) {
+    bool test_mode = a.Get<bool>("is_test") && !a.Get<bool>("trainable_statistics");
+    return {a.Get<float>("momentum"), a.Get<float>("epsilon"), a.Get<std::string>("data_layout") == "NHWC",
+            test_mode || a.Get<bool>("use_global_stats")};
+  }
+};
+
+/// X viewed as [outer, C, inner]: NCHW gives [N, C, H*W...], NHWC and 2-D inputs give [N*H*W..., C, 1].
+struct ChannelView {
+  int64_t outer, c, inner;
+  int64_t per_channel() const { return outer * inner; }
+};
+
+ChannelView ViewChannels(const Dims& x, bool channel_last) {
+  if (channel_last || x.rank() == 2) return {x.Product(0, x.rank() - 1), x[x.rank() - 1], 1};
+  return {x[0], x[1], x.Product(2, x.rank())};
+}
+
+Status InferBatchNorm(InferShapeContext& ctx) {
+  Dims x = ctx.InputDims(kBnX);
+  if (x.rank() < 2 || x.rank() > 5)
+    return ctx.Fail("X has shape {} (rank {}) but batch_norm needs rank 2 to 5 ([N, C] or [N, C, spatial...])",
+                    x.ToString(), x.rank());
+  if (ctx.Attr<bool>("fuse_with_relu"))
+    return MakeError(ErrorCode::kUnimplemented,
+                     "attribute 'fuse_with_relu' = true asks for a fused oneDNN kernel, which paddlec does not "
+                     "implement; apply relu as a separate op");
+  bool channel_last = ctx.Attr<std::string>("data_layout") == "NHWC";
+  int axis = channel_last ? x.rank() - 1 : 1;
+  int64_t c = x[axis];
+  for (InSlot s : {kBnScale, kBnBias, kBnMean, kBnVariance}) {
+    Dims d = ctx.InputDims(s);
+    if (d.rank() != 1 || !DimMatch(d[0], c))
+      return ctx.Fail("{} has shape {} but X has shape {} with {} channels (axis {}, data_layout {}): {} must be [{}]",
+                      s.name, d.ToString(), x.ToString(), c, axis, channel_last ? "NHWC" : "NCHW", s.name, c);
+    c = DimMerge(c, d[0]);
+    if (ctx.InputDType(s) != ctx.InputDType(kBnX))
+      return ctx.Fail("{} is {} but X is {}: batch_norm needs both of one dtype", s.name, DTypeName(ctx.InputDType(s)),
+                      DTypeName(ctx.InputDType(kBnX)));
+  }
+  if (ctx.HasInput(kBnMomentum) && ctx.InputDims(kBnMomentum).Numel() != 1 && ctx.InputDims(kBnMomentum).Numel() >= 0)
+    return ctx.Fail("MomentumTensor has shape {} but must hold one value", ctx.InputDims(kBnMomentum).ToString());
+  DType stat = ctx.InputDType(kBnMean);
+  ctx.ShareDims(kBnX, kBnY);
+  for (OutSlot s : {kBnMeanOut, kBnVarianceOut, kBnSavedMean, kBnSavedVariance}) ctx.SetOutput(s, Dims{c}, stat);
+  return Status::OK();
+}
+
+Status InferBatchNormGrad(InferShapeContext& ctx) {
+  Dims x = ctx.InputDims(kBnGX), dy = ctx.InputDims(kBnGDY);
+  if (!DimsMatch(x, dy))
+    return ctx.Fail("Y@GRAD has shape {} but X has shape {}: they must match", dy.ToString(), x.ToString());
+  ctx.ShareDims(kBnGX, kBnGDX);
+  ctx.ShareDims(kBnGScale, kBnGDScale);
+  ctx.ShareDims(kBnGBias, kBnGDBias);
+  return Status::OK();
+}
+
+/// Calls fn(c0, c1) over channel ranges split across the CPU pool; `work` is the elements per channel.
+template <class F>
+void ForChannels(const ChannelView& v, F&& fn) {
+  ParallelFor(v.c, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel(), 1)), fn);
+}
+
+/// sums[c] += f(element index, c) over every element of channel c, for all channels.
+template <class T, class F>
+void ChannelSums(const ChannelView& v, T* sums, F&& f) {
+  ForChannels(v, [&](int64_t c0, int64_t c1) {
+    std::fill(sums + c0, sums + c1, T(0));
+    for (int64_t o = 0; o < v.outer; ++o) {
+      if (v.inner == 1) {
+        int64_t base = o * v.c;
+        for (int64_t c = c0; c < c1; ++c) sums[c] += f(base + c, c);
+      } else {
+        for (int64_t c = c0; c < c1; ++c) {
+          int64_t base = (o * v.c + c) * v.inner;
+          T s = 0;
+          for (int64_t i = 0; i < v.inner; ++i) s += f(base + i, c);
+          sums[c] += s;
+        }
+      }
+    }
+  });
+}
+
+/// out[i] = f(i, channel of i) over all elements, in parallel.
+template <class F>
+void MapChannels(const ChannelView& v, F&& f) {
+  ParallelChunks(v.outer * v.c * v.inner, [&](int64_t b, int64_t n) {
+    for (int64_t i = b; i < b + n; ++i) f(i, (i / v.inner) % v.c);
+  });
+}
+
+template <class T>
+T ReadScalar(const Tensor& t) {
+  if (t.dtype() == DType::kFloat64) return static_cast<T>(t.data<double>()[0]);
+  return static_cast<T>(t.data<float>()[0]);
+}
+
+template <class T>
+class BatchNormKernel final : public OpKernel {
+ public:
+  explicit BatchNormKernel(const KernelInit& init) : attrs_(BatchNormAttrs::Decode(init.attrs)) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor& xt = ctx.In(kBnX);
+    ChannelView v = ViewChannels(xt.dims(), attrs_.channel_last);
+    const T* x = xt.data<T>();
+    const T* scale = ctx.In(kBnScale).data<T>();
+    const T* bias = ctx.In(kBnBias).data<T>();
+    const T* mean = ctx.In(kBnMean).data<T>();
+    const T* var = ctx.In(kBnVariance).data<T>();
+    T* y = ctx.Out(kBnY).data<T>();
+    T* mean_out = ctx.Out(kBnMeanOut).data<T>();
+    T* var_out = ctx.Out(kBnVarianceOut).data<T>();
+    const T eps = static_cast<T>(attrs_.epsilon);
+    const int64_t c = v.c, m = v.per_channel();
+    // SavedMean / SavedVariance are intermediate outputs a program may leave out.
+    T* saved_mean = OutOrScratch(ctx, kBnSavedMean, saved_mean_, c);
+    T* saved_inv_std = OutOrScratch(ctx, kBnSavedVariance, saved_inv_std_, c);
+
+    if (attrs_.global_stats) {
+      if (mean_out != mean) std::copy(mean, mean + c, mean_out);
+      if (var_out != var) std::copy(var, var + c, var_out);
+      for (int64_t k = 0; k < c; ++k) {
+        saved_mean[k] = mean[k];
+        saved_inv_std[k] = T(1) / std::sqrt(var[k] + eps);
+      }
+    } else if (m == 1) {
+      // PaddlePaddle's special case: one value per channel is passed through unnormalized and the
+      // running statistics stay as they are.
+      if (mean_out != mean) std::copy(mean, mean + c, mean_out);
+      if (var_out != var) std::copy(var, var + c, var_out);
+      std::fill(saved_mean, saved_mean + c, T(0));
+      std::fill(saved_inv_std, saved_inv_std + c, T(0));
+      std::copy(x, x + xt.numel(), y);
+      return Status::OK();
+    } else {
+      ChannelSums(v, saved_mean, [&](int64_t i, int64_t) { return x[i]; });
+      for (int64_t k = 0; k < c; ++k) saved_mean[k] /= static_cast<T>(m);
+      ChannelSums(v, saved_inv_std, [&](int64_t i, int64_t k) {
+        T d = x[i] - saved_mean[k];
+        return d * d;
+      });
+      T momentum = ctx.InOpt(kBnMomentum) ? ReadScalar<T>(*ctx.InOpt(kBnMomentum)) : static_cast<T>(attrs_.momentum);
+      for (int64_t k = 0; k < c; ++k) {
+        T batch_var = saved_inv_std[k] / static_cast<T>(m);
+        mean_out[k] = mean[k] * momentum + saved_mean[k] * (T(1) - momentum);
+        var_out[k] = var[k] * momentum + batch_var * (T(1) - momentum);
+        saved_inv_std[k] = T(1) / std::sqrt(batch_var + eps);
+      }
+    }
+    // Y = X * (Scale * inv_std) + (Bias - mean * Scale * inv_std).
+    a_.resize(c);
+    b_.resize(c);
+    for (int64_t k = 0; k < c; ++k) {
+      a_[k] = scale[k] * saved_inv_std[k];
+      b_[k] = bias[k] - saved_mean[k] * a_[k];
+    }
+    const T* a = a_.data();
+    const T* b = b_.data();
+    MapChannels(v, [&](int64_t i, int64_t k) { y[i] = x[i] * a[k] + b[k]; });
+    return Status::OK();
+  }
+
+ private:
+  static T* OutOrScratch(KernelContext& ctx, OutSlot slot, std::vector<T>& scratch, int64_t c) {
+    if (Tensor* t = ctx.OutOpt(slot)) return t->data<T>();
+    scratch.resize(c);
+    return scratch.data();
+  }
+
+  BatchNormAttrs attrs_;
+  std::vector<T> a_, b_;                       // per-channel affine map, sized once per channel count
+  std::vector<T> saved_mean_, saved_inv_std_;  // stand-ins for absent SavedMean / SavedVariance
+};
+
+template <class T>
+class BatchNormGradKernel final : public OpKernel {
+ public:
+  explicit BatchNormGradKernel(const KernelInit& init) : attrs_(BatchNormAttrs::Decode(init.attrs)) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor& xt = ctx.In(kBnGX);
+    ChannelView v = ViewChannels(xt.dims(), attrs_.channel_last);
+    const T* x = xt.data<T>();
+    const T* scale = ctx.In(kBnGScale).data<T>();
+    const T* mean = ctx.In(kBnGSavedMean).data<T>();
+    const T* inv_std = ctx.In(kBnGSavedVariance).data<T>();
+    const T* dy = ctx.In(kBnGDY).data<T>();
+    Tensor* dx = ctx.OutOpt(kBnGDX);
+    Tensor* dscale_t = ctx.OutOpt(kBnGDScale);
+    Tensor* dbias_t = ctx.OutOpt(kBnGDBias);
+    const int64_t c = v.c, m = v.per_channel();
+
+    if (!attrs_.global_stats && m == 1) {  // the forward passed X through
+      if (dx) std::copy(dy, dy + xt.numel(), dx->data<T>());
+      if (dscale_t) std::fill(dscale_t->data<T>(), dscale_t->data<T>() + c, T(0));
+      if (dbias_t) std::fill(dbias_t->data<T>(), dbias_t->data<T>() + c, T(0));
+      return Status::OK();
+    }
+    dbias_.resize(c);
+    dscale_.resize(c);
+    T* dbias = dbias_.data();
+    T* dscale = dscale_.data();
+    ChannelSums(v, dbias, [&](int64_t i, int64_t) { return dy[i]; });
+    ChannelSums(v, dscale, [&](int64_t i, int64_t k) { return dy[i] * (x[i] - mean[k]); });
+    for (int64_t k = 0; k < c; ++k) dscale[k] *= inv_std[k];
+    if (dx) {
+      T* g = dx->data<T>();
+      if (attrs_.global_stats) {
+        MapChannels(v, [&](int64_t i, int64_t k) { g[i] = dy[i] * scale[k] * inv_std[k]; });
+      } else {
+        // dX = Scale * inv_std / M * (M * dY - sum(dY) - xhat * sum(dY * xhat)).
+        const T inv_m = T(1) / static_cast<T>(m);
+        MapChannels(v, [&](int64_t i, int64_t k) {
+          T xhat = (x[i] - mean[k]) * inv_std[k];
+          g[i] = scale[k] * inv_std[k] * (dy[i] - (dbias[k] + xhat * dscale[k]) * inv_m);
+        });
+      }
+    }
+    if (dscale_t) std::copy(dscale, dscale + c, dscale_t->data<T>());
+    if (dbias_t) std::copy(dbias, dbias + c, dbias_t->data<T>());
+    return Status::OK();
+  }
+
+ private:
+  BatchNormAttrs attrs_;
+  std::vector<T> dbias_, dscale_;
+};
+
+// ---- layer_norm -----------------------------------------------------------------------------
+
+constexpr InSlot kLnX{0, "X"};
+constexpr InSlot kLnScale{1, "Scale"};
+constexpr InSlot kLnBias{2, "Bias"};
+constexpr OutSlot kLnY{0, "Y"};
+constexpr OutSlot kLnMean{1, "Mean"};
+constexpr OutSlot kLnVariance{2, "Variance"};
+// layer_norm_grad: (X, Scale, Bias, Mean, Variance, Y@GRAD) -> (X@GRAD, Scale@GRAD, Bias@GRAD).
+constexpr InSlot kLnGMean{3, "Mean"};
+constexpr InSlot kLnGVariance{4, "Variance"};
+constexpr InSlot kLnGDY{5, "Y@GRAD"};
+constexpr OutSlot kLnGDX{0, "X@GRAD"};
+constexpr OutSlot kLnGDScale{1, "Scale@GRAD"};
+constexpr OutSlot kLnGDBias{2, "Bias@GRAD"};
+
+struct LayerNormAttrs {
+  float epsilon;
+  int begin_norm_axis;
+  static LayerNormAttrs Decode(const AttrReader& a) { return {a.Get<float>("epsilon"), a.Get<int>("begin_norm_axis")}; }
+};
+
+/// Checks X against begin_norm_axis and Scale/Bias against the normalized size; returns [left, right].
+Status LayerNormView(InferShapeContext& ctx, int64_t* left, int64_t* right) {
+  Dims x = ctx.InputDims(kLnX);
+  int axis = ctx.Attr<int>("begin_norm_axis");
+  if (axis >= x.rank())
+    return ctx.Fail("begin_norm_axis {} is out of range for X of shape {} (rank {}): it must be in [1, {}]", axis,
+                    x.ToString(), x.rank(), x.rank() - 1);
+  *left = x.Product(0, axis);
+  *right = x.Product(axis, x.rank());
+  for (InSlot s : {kLnScale, kLnBias}) {
+    if (!ctx.HasInput(s)) continue;
+    Dims d = ctx.InputDims(s);
+    if (d.rank() != 1 || !DimMatch(d[0], *right))
+      return ctx.Fail("{} has shape {} but X has shape {}, normalized from axis {} over {} elements: {} must be [{}]",
+                      s.name, d.ToString(), x.ToString(), axis, *right, s.name, *right);
+    if (ctx.InputDType(s) != ctx.InputDType(kLnX))
+      return ctx.Fail("{} is {} but X is {}: layer_norm needs both of one dtype", s.name, DTypeName(ctx.InputDType(s)),
+                      DTypeName(ctx.InputDType(kLnX)));
+  }
+  return Status::OK();
+}
+
+Status InferLayerNorm(InferShapeContext& ctx) {
+  int64_t left, right;
+  PC_RETURN_IF_ERROR(LayerNormView(ctx, &left, &right));
+  ctx.ShareDims(kLnX, kLnY);
+  ctx.SetOutput(kLnMean, Dims{left}, ctx.InputDType(kLnX));
+  ctx.SetOutput(kLnVariance, Dims{left}, ctx.InputDType(kLnX));
+  return Status::OK();
+}
+
+Status InferLayerNormGrad(InferShapeContext& ctx) {
+  int64_t left, right;
+  PC_RETURN_IF_ERROR(LayerNormView(ctx, &left, &right));
+  Dims x = ctx.InputDims(kLnX), dy = ctx.InputDims(kLnGDY);
+  if (!DimsMatch(x, dy))
+    return ctx.Fail("Y@GRAD has shape {} but X has shape {}: they must match", dy.ToString(), x.ToString());
+  ctx.ShareDims(kLnX, kLnGDX);
+  ctx.ShareDims(kLnScale, kLnGDScale);
+  ctx.ShareDims(kLnBias, kLnGDBias);
+  return Status::OK();
+}
+
+/// Rows split across the CPU pool, `width` elements each.
+template <class F>
+void ForRows(int64_t rows, int64_t width, F&& fn) {
+  ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(width, 1)), fn);
+}
+
+template <class T>
+Status LayerNormCpu(KernelContext& ctx, const LayerNormAttrs& attrs) {
+  const Tensor& xt = ctx.In(kLnX);
+  const int64_t left = xt.dims().Product(0, attrs.begin_norm_axis), right = xt.numel() / std::max<int64_t>(left, 1);
+  const T* x = xt.data<T>();
+  const T* scale = ctx.InOpt(kLnScale) ? ctx.InOpt(kLnScale)->data<T>() : nullptr;
+  const T* bias = ctx.InOpt(kLnBias) ? ctx.InOpt(kLnBias)->data<T>() : nullptr;
+  T* y = ctx.Out(kLnY).data<T>();
+  T* mean_out = ctx.OutOpt(kLnMean) ? ctx.OutOpt(kLnMean)->data<T>() : nullptr;
+  T* var_out = ctx.OutOpt(kLnVariance) ? ctx.OutOpt(kLnVariance)->data<T>() : nullptr;
+  const T eps = static_cast<T>(attrs.epsilon);
+  ForRows(left, right, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      ConstEigenVec<T> xr(x + r * right, right);
+      MutEigenVec<T> yr(y + r * right, right);
+      T mean = xr.sum() / static_cast<T>(right);
+      T var = (xr - mean).square().sum() / static_cast<T>(right);
+      T inv_std = T(1) / std::sqrt(var + eps);
+      yr = (xr - mean) * inv_std;
+      if (scale) yr *= ConstEigenVec<T>(scale, right);
+      if (bias) yr += ConstEigenVec<T>(bias, right);
+      if (mean_out) mean_out[r] = mean;
+      if (var_out) var_out[r] = var;
+    }
+  });
+  return Status::OK();
+}
+
+template <class T>
+Status LayerNormGradCpu(KernelContext& ctx, const LayerNormAttrs& attrs) {
+  const Tensor& xt = ctx.In(kLnX);
+  const int64_t left = xt.dims().Product(0, attrs.begin_norm_axis), right = xt.numel() / std::max<int64_t>(left, 1);
+  const T* x = xt.data<T>();
+  const T* scale = ctx.InOpt(kLnScale) ? ctx.InOpt(kLnScale)->data<T>() : nullptr;
+  const T* mean = ctx.In(kLnGMean).data<T>();
+  const T* var = ctx.In(kLnGVariance).data<T>();
+  const T* dy = ctx.In(kLnGDY).data<T>();
+  Tensor* dx = ctx.OutOpt(kLnGDX);
+  Tensor* dscale = ctx.OutOpt(kLnGDScale);
+  Tensor* dbias = ctx.OutOpt(kLnGDBias);
+  const T eps = static_cast<T>(attrs.epsilon);
+  auto inv_std = [&](int64_t r) { return T(1) / std::sqrt(var[r] + eps); };
+
+  if (dscale || dbias) {
+    // Column sums over the rows, each column range on one thread in row order.
+    T* ds = dscale ? dscale->data<T>() : nullptr;
+    T* db = dbias ? dbias->data<T>() : nullptr;
+    ParallelFor(
+        right, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(left, 1)), [&](int64_t j0, int64_t j1) {
+          int64_t n = j1 - j0;
+          if (ds) std::fill(ds + j0, ds + j1, T(0));
+          if (db) std::fill(db + j0, db + j1, T(0));
+          for (int64_t r = 0; r < left; ++r) {
+            ConstEigenVec<T> dyr(dy + r * right + j0, n);
+            if (ds)
+              MutEigenVec<T>(ds + j0, n) += dyr * (ConstEigenVec<T>(x + r * right + j0, n) - mean[r]) * inv_std(r);
+            if (db) MutEigenVec<T>(db + j0, n) += dyr;
+          }
+        });
+  }
+  if (dx) {
+    T* g = dx->data<T>();
+    ForRows(left, right, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        T is = inv_std(r);
+        ConstEigenVec<T> xr(x + r * right, right), dyr(dy + r * right, right);
+        MutEigenVec<T> gr(g + r * right, right);
+        // gr holds dxhat = dY * Scale, then becomes dX = inv_std * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+        if (scale)
+          gr = dyr * ConstEigenVec<T>(scale, right);
+        else
+          gr = dyr;
+        T mean_d = gr.sum() / static_cast<T>(right);
+        T mean_dx = (gr * (xr - mean[r])).sum() * is / static_cast<T>(right);
+        gr = is * (gr - mean_d - (xr - mean[r]) * is * mean_dx);
+      }
+    });
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterNormOps(OpRegistry& r) {
+  r.Add("batch_norm")
+      .Doc(
+          "Batch normalization over all axes but the channel axis: Y = (X - mean) / sqrt(var + epsilon) * Scale + "
+          "Bias per channel, with the batch statistics in training (updating the running ones by momentum) and the "
+          "running statistics in test mode.")
+      .Input(kBnX, "Input [N, C] or [N, C, spatial...] (NCHW), or channels last with data_layout NHWC.")
+      .Input(kBnScale, "Per-channel scale [C].")
+      .Input(kBnBias, "Per-channel shift [C].")
+      .Input(kBnMean, "Running mean [C].")
+      .Input(kBnVariance, "Running variance [C].")
+      .Input(kBnMomentum, "A one-value tensor overriding the momentum attribute.", kDispensable)
+      .Output(kBnY, "Normalized output, shaped like X.")
+      .Output(kBnMeanOut, "Updated running mean [C]; the same variable as Mean.")
+      .Output(kBnVarianceOut, "Updated running variance [C]; the same variable as Variance.")
+      .Output(kBnSavedMean, "Mean used to normalize (the batch mean when training) [C].", kIntermediate)
+      .Output(kBnSavedVariance, "Inverse standard deviation used to normalize, 1 / sqrt(var + epsilon) [C].",
+              kIntermediate)
+      .Output(kBnReserveSpace, "cuDNN workspace; unused on the CPU.", kDispensable | kExtra)
+      .Attr("momentum", 0.9f, "Running statistic = momentum * running + (1 - momentum) * batch statistic.")
+      .Attr("epsilon", 1e-5f, "Added to the variance before the square root.")
+      .Range(0.0, 0.001)
+      .Attr("data_layout", "NCHW", "NCHW (channel axis 1) or NHWC (channel axis last); 2-D input is [N, C].")
+      .AllowedValues({"NCHW", "NHWC", "AnyLayout"})
+      .Attr("is_test", false, "Inference: normalize with the running statistics and leave them unchanged.")
+      .Attr("use_global_stats", false, "Normalize with the running statistics, also in training.")
+      .Attr("trainable_statistics", false, "With is_test, still use the batch statistics.")
+      .Attr("fuse_with_relu", false, "oneDNN fusion request; must be false.")
+      .ExtraAttr()
+      .InferShape(InferBatchNorm)
+      .Grad()
+      .NoGradInput(kBnMean)
+      .NoGradInput(kBnVariance)
+      .NoGradInput(kBnMomentum)
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<BatchNormKernel<float>>())
+      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernelClass<BatchNormKernel<double>>());
+
+  r.Add("batch_norm_grad")
+      .GradOf("batch_norm")
+      .Doc("Gradient of batch_norm, through the batch statistics in training and with them fixed in test mode.")
+      .Input(kBnGX, "The forward input.")
+      .Input(kBnGScale, "The forward Scale.")
+      .Input(kBnGBias, "The forward Bias (its shape sizes Bias@GRAD).")
+      .Input(kBnGSavedMean, "The forward SavedMean.")
+      .Input(kBnGSavedVariance, "The forward SavedVariance (inverse standard deviation).")
+      .Input(kBnGDY, "Gradient of the loss with respect to Y.")
+      .Output(kBnGDX, "Gradient of the loss with respect to X.")
+      .Output(kBnGDScale, "Gradient of the loss with respect to Scale.")
+      .Output(kBnGDBias, "Gradient of the loss with respect to Bias.")
+      .InferShape(InferBatchNormGrad)
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<BatchNormGradKernel<float>>())
+      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernelClass<BatchNormGradKernel<double>>());
+
+  r.Add("layer_norm")
+      .Doc(
+          "Layer normalization: X is viewed as [left, right] split at begin_norm_axis; each row is normalized to "
+          "zero mean and unit variance, Y = (X - mean) / sqrt(var + epsilon) * Scale + Bias.")
+      .Input(kLnX, "Input of rank > begin_norm_axis.")
+      .Input(kLnScale, "Scale [right], the product of X's dims from begin_norm_axis on.", kDispensable)
+      .Input(kLnBias, "Shift [right].", kDispensable)
+      .Output(kLnY, "Normalized output, shaped like X.")
+      .Output(kLnMean, "Mean of each row [left].", kIntermediate)
+      .Output(kLnVariance, "Biased variance of each row [left].", kIntermediate)
+      .Attr("epsilon", 1e-5f, "Added to the variance before the square root.")
+      .Range(0.0, 0.001)
+      .Attr("begin_norm_axis", 1, "The first axis of the normalized block; the axes before it index the rows.")
+      .Min(1)
+      .Attr("is_test", false, "PaddlePaddle hint: inference only; ignored.")
+      .ExtraAttr()
+      .InferShape(InferLayerNorm)
+      .Grad()
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernel(LayerNormCpu<float>))
+      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernel(LayerNormCpu<double>));
+
+  r.Add("layer_norm_grad")
+      .GradOf("layer_norm")
+      .Doc("Gradient of layer_norm.")
+      .Input(kLnX, "The forward input.")
+      .Input(kLnScale, "The forward Scale.", kDispensable)
+      .Input(kLnBias, "The forward Bias (its shape sizes Bias@GRAD).", kDispensable)
+      .Input(kLnGMean, "The forward Mean.")
+      .Input(kLnGVariance, "The forward Variance.")
+      .Input(kLnGDY, "Gradient of the loss with respect to Y.")
+      .Output(kLnGDX, "Gradient of the loss with respect to X.")
+      .Output(kLnGDScale, "Gradient of the loss with respect to Scale.")
+      .Output(kLnGDBias, "Gradient of the loss with respect to Bias.")
+      .InferShape(InferLayerNormGrad)
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernel(LayerNormGradCpu<float>))
+      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernel(LayerNormGradCpu<double>));
+}
+
+}  // namespace paddlec::ops
