@@ -26,9 +26,12 @@ if [ "$DEVICE" = cpu ]; then
   echo "== per-op dispatch (1,000 scale ops on one element)"
   "$B" dispatch --ops 1000 --min-time "$MIN_TIME"
 fi
-echo "== forward (steady state)"
+echo "== forward (steady state): 'forward' runs the config as written (batch_norm computing batch"
+echo "   statistics), 'inference' compiles it with --inference (is_test, conv+bn+relu fused)"
 for cfg in configs/mlp.pbtxt configs/lenet.pbtxt; do
-  for bs in 1 64 256; do "$B" forward "$cfg" --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
+  for mode in forward inference; do
+    for bs in 1 64 256; do "$B" "$mode" "$cfg" --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
+  done
 done
 echo "== training step (forward + backward + adam)"
 for cfg in configs/mlp.pbtxt configs/lenet.pbtxt; do

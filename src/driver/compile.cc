@@ -16,7 +16,7 @@
 namespace paddlec::driver {
 
 std::string CompilePipeline(const CompileOptions& o) {
-  if (!o.train) return o.passes;
+  if (!o.train) return o.inference ? kInferencePipeline : o.passes;
   std::string no_grad;
   for (const auto& v : o.no_grad) no_grad += (no_grad.empty() ? "" : ";") + v;
   std::string backward = "backward";
@@ -39,6 +39,8 @@ std::string CompilePipeline(const CompileOptions& o) {
 
 Status RunCompile(const CompileOptions& options, std::ostream& out) {
   auto t0 = std::chrono::steady_clock::now();
+  if (options.train && options.inference)
+    return MakeError(ErrorCode::kInvalidArgument, "--train and --inference exclude each other");
   std::optional<ir::Format> in_format;
   if (!options.input_format.empty()) {
     PC_ASSIGN_OR_RETURN(ir::Format f, ir::ParseFormat(options.input_format));

@@ -60,7 +60,9 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
                                                    .input_format = options.input_format,
                                                    .device = options.device,
                                                    .seed = options.seed,
-                                                   .threads = options.threads}));
+                                                   .threads = options.threads,
+                                                   .passes = options.inference ? kInferencePipeline
+                                                                               : "validate,infer-shape,init-params"}));
 
   // Check everything the user gave before running anything.
   auto host_alloc = runtime::CpuCachingAllocator::Create();

@@ -14,6 +14,7 @@
 // "uniform:LO:HI", "normal:MEAN:STD", "xavier_uniform" or "xavier_normal".
 #include <cmath>
 #include <set>
+#include <unordered_map>
 
 #include "paddlec/ops/attrs.h"
 #include "paddlec/passes/pass.h"
@@ -25,25 +26,37 @@ namespace pb = ::paddle::framework::proto;
 
 enum class Role { kWeight, kOnes, kZeros };
 
-/// How the main program uses a parameter decides its default initializer.
-Role RoleOf(const std::string& name, ir::Block& block, const Dims& dims) {
-  for (const auto& op : block.desc().ops()) {
-    for (const auto& slot : op.inputs()) {
-      bool uses = std::find(slot.arguments().begin(), slot.arguments().end(), name) != slot.arguments().end();
-      if (!uses) continue;
-      const std::string& t = op.type();
-      const std::string& s = slot.parameter();
-      if ((t == "mul" || t == "matmul_v2" || t == "matmul") && s == "Y") return Role::kWeight;
-      if ((t == "conv2d" || t == "depthwise_conv2d") && s == "Filter") return Role::kWeight;
-      if ((t == "lookup_table_v2" || t == "lookup_table") && s == "W") return Role::kWeight;
-      if ((t == "batch_norm" || t == "layer_norm") && s == "Scale") return Role::kOnes;
-      if (t == "batch_norm" && s == "Variance") return Role::kOnes;
-      if ((t == "batch_norm" || t == "layer_norm") && (s == "Bias" || s == "Mean")) return Role::kZeros;
-      if (t.starts_with("elementwise_") && s == "Y") return Role::kZeros;
-    }
+/// How the main program uses a parameter decides its default initializer: the first use of each
+/// variable as an op input, computed once for the whole block.
+class Roles {
+ public:
+  explicit Roles(ir::Block& block) {
+    for (const auto& op : block.desc().ops())
+      for (const auto& slot : op.inputs())
+        for (const auto& a : slot.arguments()) {
+          Role r;
+          if (Classify(op.type(), slot.parameter(), &r)) roles_.emplace(a, r);  // first use wins
+        }
   }
-  return dims.rank() >= 2 ? Role::kWeight : Role::kZeros;
-}
+  Role Of(const std::string& name, const Dims& dims) const {
+    auto it = roles_.find(name);
+    if (it != roles_.end()) return it->second;
+    return dims.rank() >= 2 ? Role::kWeight : Role::kZeros;
+  }
+
+ private:
+  static bool Classify(const std::string& t, const std::string& s, Role* r) {
+    if ((t == "mul" || t == "matmul_v2" || t == "matmul") && s == "Y") return *r = Role::kWeight, true;
+    if ((t == "conv2d" || t == "depthwise_conv2d") && s == "Filter") return *r = Role::kWeight, true;
+    if ((t == "lookup_table_v2" || t == "lookup_table") && s == "W") return *r = Role::kWeight, true;
+    if ((t == "batch_norm" || t == "layer_norm") && s == "Scale") return *r = Role::kOnes, true;
+    if (t == "batch_norm" && s == "Variance") return *r = Role::kOnes, true;
+    if ((t == "batch_norm" || t == "layer_norm") && (s == "Bias" || s == "Mean")) return *r = Role::kZeros, true;
+    if (t.starts_with("elementwise_") && s == "Y") return *r = Role::kZeros, true;
+    return false;
+  }
+  std::unordered_map<std::string, Role> roles_;
+};
 
 /// Fan-in and fan-out of a weight: [in, out] matrices, [O, I, k...] convolution filters.
 std::pair<double, double> Fans(const Dims& d) {
@@ -148,6 +161,7 @@ class InitParamsPass final : public Pass {
         for (const auto& a : slot.arguments()) written.insert(a);
     }
 
+    Roles roles(main);
     bool changed = false;
     for (int i = 0; i < main.num_vars(); ++i) {
       const pb::VarDesc& v = main.desc().vars(i);
@@ -168,7 +182,7 @@ class InitParamsPass final : public Pass {
       if (!spec.empty()) {
         PC_RETURN_IF_ERROR(FromSpec(spec, op, v.name(), dims, dtype));
       } else {
-        switch (RoleOf(v.name(), main, dims)) {
+        switch (roles.Of(v.name(), dims)) {
           case Role::kWeight: {
             auto [fan_in, fan_out] = Fans(dims);
             float limit = static_cast<float>(std::sqrt(6.0 / std::max(1.0, fan_in + fan_out)));

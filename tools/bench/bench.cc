@@ -1,7 +1,8 @@
 // paddlec_bench: steady-state timings for scripts/bench.sh (never run by the tests).
 //
 //   paddlec_bench sgemm [--n 1024]            direct dnnl_sgemm vs the `mul` op at n x n x n
-//   paddlec_bench forward CONFIG --batch B     forward pass of a config (parameters initialized)
+//   paddlec_bench forward CONFIG --batch B     forward pass of a config as written (parameters initialized)
+//   paddlec_bench inference CONFIG --batch B   forward pass compiled with --inference (is_test, fusions)
 //   paddlec_bench train CONFIG --batch B       one training step (forward, backward, adam)
 //   paddlec_bench dispatch [--ops 1000]        a chain of `scale` ops on one element
 // Each prints one line: name, median ms over repetitions of at least --min-time seconds, and
@@ -121,14 +122,16 @@ void Sgemm(const Args& a) {
 }
 
 /// Forward (or train) steps of a config at a batch size, on random inputs.
-void Network(const Args& a, bool train) {
+void Network(const Args& a, bool train, bool inference = false) {
   auto text = Must(ReadFile(a.config));
   driver::CompileOptions c;
   c.train = train;
   c.optimizer = "adam";
   c.lr = 0.001;
   if (train) c.loss = "loss";
-  auto m = CompileText(text, train ? driver::CompilePipeline(c) : "validate,infer-shape,init-params");
+  auto m = CompileText(text, train       ? driver::CompilePipeline(c)
+                             : inference ? driver::kInferencePipeline
+                                         : "validate,infer-shape,init-params");
   auto exec = Must(runtime::Executor::Create(Must(ParsePlace(a.device)), {.num_threads = a.threads, .seed = 1}));
   runtime::Scope scope;
   Die(exec->RunOnce(m->startup().global_block(), scope));
@@ -145,7 +148,8 @@ void Network(const Args& a, bool train) {
     Die(exec->device().Synchronize());
   }, a.min_time);
   std::string name = a.config.substr(a.config.find_last_of('/') + 1);
-  std::cout << fmt::format("{:<7} {:<12} batch={:<4} {:9.3f} ms  {:9.0f} samples/s\n", train ? "train" : "forward",
+  std::cout << fmt::format("{:<9} {:<12} batch={:<4} {:9.3f} ms  {:9.0f} samples/s\n",
+                           train ? "train" : inference ? "inference" : "forward",
                            name, a.batch, ms, a.batch / ms * 1e3);
 }
 
@@ -174,7 +178,7 @@ int main(int argc, char** argv) {
   using namespace paddlec;
   Args a;
   if (argc < 2) {
-    std::cerr << "usage: paddlec_bench sgemm|forward|train|dispatch [CONFIG] [--n N] [--batch B] [--ops N] "
+    std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|dispatch [CONFIG] [--n N] [--batch B] [--ops N] "
                  "[--min-time S] [--threads T] [--device D]\n";
     return 2;
   }
@@ -203,6 +207,7 @@ int main(int argc, char** argv) {
   if (a.mode == "sgemm") Sgemm(a);
   else if (a.mode == "forward") Network(a, false);
   else if (a.mode == "train") Network(a, true);
+  else if (a.mode == "inference") Network(a, false, true);
   else if (a.mode == "dispatch") Dispatch(a);
   else {
     std::cerr << "error: unknown mode " << a.mode << "\n";

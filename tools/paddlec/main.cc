@@ -1,6 +1,7 @@
 // paddlec: the command-line driver. Parses flags with CLI11 and calls paddlec::driver::Run<Command>;
 // everything else lives in the library so every command is testable in-process.
 #include <CLI/CLI.hpp>
+#include <malloc.h>
 
 #include <iostream>
 
@@ -34,6 +35,8 @@ Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
                 ".pdmodel outputs")
       ->check(CLI::IsMember({"compiled", "program"}));
   c->add_flag("--print-shapes", o.print_shapes, "Print every variable's dtype and dims after compiling");
+  c->add_flag("--inference", o.inference,
+              "Compile for inference: is_test on every op that has it, then the inference fusions");
   c->add_option("--passes", o.passes, "Pass pipeline, e.g. 'validate,infer-shape'")->capture_default_str();
   c->add_option("--pipeline", o.pipeline_file, "Pass pipeline file (PassPipeline textproto), instead of --passes");
   c->add_option("--print-ir-after", o.print_ir_after, "Print the IR to stderr after the named pass (or 'all')")
@@ -109,6 +112,7 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   c->add_option("--params", o.params, "Load parameters from this file (PaddlePaddle combined format)");
   c->add_option("--save-params", o.save_params, "Write the parameters to this file after the run");
   c->add_option("--op-range", o.op_range, "Run only main-program ops [FROM, TO), e.g. 0:5");
+  c->add_flag("--inference", o.inference, "Compile the program for inference (as compile --inference) first");
   c->add_option("--steps", o.steps, "Run the program this many times (timing)")->capture_default_str();
   c->add_flag("--profile", o.profile, "Print time per op type");
   c->add_option("--seed", o.seed, "Program random seed (random ops with seed 0 derive theirs from it)");
@@ -130,6 +134,10 @@ Command AddDumpOpProtos(CLI::App& app, driver::DumpOpProtosOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // glibc returns freed large blocks to the OS and page-faults them back on the next parse or GEMM
+  // buffer (2-4x slower first parses here, shared/reference/machine.md); keep them instead.
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
   CLI::App app{"paddlec: a compiler and runtime for PaddlePaddle ProgramDescs"};
   app.set_version_flag("--version", std::string("paddlec ") + PADDLEC_VERSION);
   app.require_subcommand(1);

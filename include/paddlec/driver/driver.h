@@ -17,8 +17,10 @@ namespace paddlec::driver {
 /// Writes `e` as "error: ..." and "note: ..." lines.
 void PrintError(const Error& e, std::ostream& err);
 
-/// The default compile pipeline for inference programs.
+/// The default compile pipeline: the program as written (training-mode batch_norm stays so).
 inline constexpr const char* kDefaultPipeline = "validate,infer-shape,init-params";
+/// The pipeline of --inference: inference mode (is_test) and the inference fusions.
+inline constexpr const char* kInferencePipeline = "validate,infer-shape,for-test,fuse-conv-bn-act,init-params";
 
 struct CompileOptions {
   std::string input;
@@ -29,6 +31,8 @@ struct CompileOptions {
   /// what PaddlePaddle reads as a .pdmodel). "" = "program" for .pdmodel outputs, else "compiled".
   std::string emit;
   bool print_shapes = false;
+  /// Compile for inference (kInferencePipeline) instead of `passes`.
+  bool inference = false;
   std::string passes = kDefaultPipeline;
   std::string pipeline_file;  // a PassPipeline textproto; replaces `passes`
   std::vector<std::string> print_ir_after;
@@ -72,6 +76,7 @@ struct RunOptions {
   std::string params;                // load parameters from this file instead of the startup program
   std::string save_params;           // write the parameters here after the run
   std::string op_range;              // "FROM:TO" = run only main-program ops [FROM, TO)
+  bool inference = false;            // compile an uncompiled program with kInferencePipeline
   int steps = 1;
   bool profile = false;
   uint64_t seed = 0;

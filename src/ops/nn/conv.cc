@@ -325,6 +325,80 @@ class ConvGradKernel final : public OpKernel {
   nn::OneDnnConv conv_;
 };
 
+// ---- fused_conv2d_bn_act (inference) -------------------------------------------------------
+
+constexpr InSlot kFScale{2, "Scale"};
+constexpr InSlot kFBias{3, "Bias"};
+constexpr InSlot kFMean{4, "Mean"};
+constexpr InSlot kFVariance{5, "Variance"};
+
+Status InferFusedConv(InferShapeContext& ctx) {
+  Dims x = ctx.InputDims(kInput), f = ctx.InputDims(kFilter);
+  ConvGeometry g;
+  PC_RETURN_IF_ERROR(ConvGeometryOf(x, f, ConvAttrs::Decode(ctx.attrs()), g));
+  for (InSlot s : {kFScale, kFBias, kFMean, kFVariance}) {
+    Dims d = ctx.InputDims(s);
+    if (d.rank() != 1 || !DimMatch(d[0], g.o))
+      return ctx.Fail("{} has shape {} but the convolution has {} output channels", s.name, d.ToString(), g.o);
+  }
+  ctx.SetOutput(kOutput, Dims{g.n, g.o, g.w.out[0], g.w.out[1]}, ctx.InputDType(kInput));
+  return Status::OK();
+}
+
+/// conv2d followed by an inference-mode batch_norm (and relu), as one convolution: the batch-norm
+/// affine map is folded into the filter and a bias every run (O * C * KH * KW multiplies, nothing
+/// next to the convolution), and the relu runs as oneDNN's post-op, so the activations are written
+/// once instead of three times.
+template <class T>
+class FusedConvKernel final : public OpKernel {
+ public:
+  explicit FusedConvKernel(const KernelInit& init)
+      : attrs_(ConvAttrs::Decode(init.attrs)),
+        epsilon_(init.attrs.Get<float>("epsilon")),
+        relu_(init.attrs.Get<std::string>("activation") == "relu") {}
+
+  Status Run(KernelContext& ctx) override {
+    ConvGeometry g = RunGeometry(ctx, attrs_);
+    Tensor& out = ctx.Out(kOutput);
+    if (Empty(g)) {
+      ZeroFill(&out);
+      return Status::OK();
+    }
+    const T* x = ctx.In(kInput).data<T>();
+    const T* f = ctx.In(kFilter).data<T>();
+    const T* scale = ctx.In(kFScale).data<T>();
+    const T* bias = ctx.In(kFBias).data<T>();
+    const T* mean = ctx.In(kFMean).data<T>();
+    const T* var = ctx.In(kFVariance).data<T>();
+    const int64_t per_out = ctx.In(kFilter).numel() / g.o;
+    filter_.resize(ctx.In(kFilter).numel());
+    bias_.resize(g.o);
+    for (int64_t o = 0; o < g.o; ++o) {
+      T a = scale[o] / std::sqrt(var[o] + static_cast<T>(epsilon_));
+      bias_[o] = bias[o] - mean[o] * a;
+      for (int64_t k = 0; k < per_out; ++k) filter_[o * per_out + k] = f[o * per_out + k] * a;
+    }
+    T* y = out.data<T>();
+    if constexpr (std::is_same_v<T, float>)
+      return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter_.data(), y, bias_.data(), relu_);
+    DirectForward(g, x, filter_.data(), y);
+    const int64_t plane = g.w.out[0] * g.w.out[1];
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t o = 0; o < g.o; ++o) {
+        T* p = y + (n * g.o + o) * plane;
+        for (int64_t i = 0; i < plane; ++i) p[i] = relu_ ? std::max(p[i] + bias_[o], T(0)) : p[i] + bias_[o];
+      }
+    return Status::OK();
+  }
+
+ private:
+  ConvAttrs attrs_;
+  float epsilon_;
+  bool relu_;
+  std::vector<T> filter_, bias_;  // folded parameters, sized once
+  nn::OneDnnConv conv_;
+};
+
 }  // namespace
 
 void RegisterConvOps(OpRegistry& r) {
@@ -399,6 +473,39 @@ void RegisterConvOps(OpRegistry& r) {
       .InferShape(InferConvGrad)
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<ConvGradKernel<float>>())
       .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernelClass<ConvGradKernel<double>>());
+
+  r.Add("fused_conv2d_bn_act")
+      .Doc(
+          "paddlec's inference fusion of conv2d, an inference-mode batch_norm and an optional relu (written by the "
+          "fuse-conv-bn-act pass): Output = act(conv2d(Input, Filter) * s + (Bias - Mean * s)) with "
+          "s = Scale / sqrt(Variance + epsilon), per output channel.")
+      .Input(kInput, "Input batch [N, C, H, W].")
+      .Input(kFilter, "Filter [O, C / groups, KH, KW].")
+      .Input(kFScale, "batch_norm's Scale [O].")
+      .Input(kFBias, "batch_norm's Bias [O].")
+      .Input(kFMean, "batch_norm's running mean [O].")
+      .Input(kFVariance, "batch_norm's running variance [O].")
+      .Output(kOutput, "Output batch [N, O, OH, OW].")
+      .Attr("strides", std::vector<int>{1, 1}, "As conv2d's.")
+      .Min(1)
+      .Attr("paddings", std::vector<int>{0, 0}, "As conv2d's.")
+      .Min(0)
+      .Attr("padding_algorithm", "EXPLICIT", "As conv2d's.")
+      .AllowedValues({"EXPLICIT", "SAME", "VALID"})
+      .Attr("dilations", std::vector<int>{1, 1}, "As conv2d's.")
+      .Min(1)
+      .Attr("groups", 1, "As conv2d's.")
+      .Min(1)
+      .Attr("data_format", "NCHW", "As conv2d's (NCHW only).")
+      .AllowedValues({"NCHW", "NHWC", "AnyLayout"})
+      .Attr("epsilon", 1e-5f, "batch_norm's epsilon.")
+      .Min(0)
+      .Attr("activation", "", "The activation after the normalization: none or relu.")
+      .AllowedValues({"", "relu"})
+      .InferShape(InferFusedConv)
+      .NoGradient()
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<FusedConvKernel<float>>())
+      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernelClass<FusedConvKernel<double>>());
 }
 
 }  // namespace paddlec::ops

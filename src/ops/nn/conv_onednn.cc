@@ -2,6 +2,7 @@
 #include "nn/conv_onednn.h"
 
 #include <string_view>
+#include <unordered_map>
 
 namespace paddlec::ops::nn {
 namespace {
@@ -90,13 +91,18 @@ Status Guarded(const char* what, F&& f) {
 /// The forward primitive descriptor for `layout`; a blocked request that only a reference
 /// implementation serves falls back to the plain layouts.
 dnnl::convolution_forward::primitive_desc ForwardPd(const dnnl::engine& eng, const ConvDescs& d, ConvLayout layout,
-                                                    const dnnl::primitive_attr& attr) {
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                       Pick(layout, d.src), Pick(layout, d.weights), Pick(layout, d.dst), d.strides,
-                                       d.dilates, d.pad_l, d.pad_r);
+                                                    const dnnl::primitive_attr& attr, bool bias) {
+  auto desc = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                                     dnnl::algorithm::convolution_direct, Pick(layout, d.src),
+                                                     Pick(layout, d.weights), memory::desc({d.dst.dims()[1]}, kF32, Tag::x),
+                                                     Pick(layout, d.dst), d.strides, d.dilates, d.pad_l, d.pad_r)
+                   : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                                     dnnl::algorithm::convolution_direct, Pick(layout, d.src),
+                                                     Pick(layout, d.weights), Pick(layout, d.dst), d.strides, d.dilates,
+                                                     d.pad_l, d.pad_r);
   dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
   if (layout == ConvLayout::kBlocked && IsReference(pd.impl_info_str()))
-    return ForwardPd(eng, d, ConvLayout::kPlain, attr);
+    return ForwardPd(eng, d, ConvLayout::kPlain, attr, bias);
   return pd;
 }
 
@@ -110,6 +116,9 @@ ConvLayouts DefaultConvLayouts(const ConvGeometry& g) {
 
 struct OneDnnConv::Forward_ {
   ConvGeometry g;
+  bool bias = false, relu = false;
+  memory bias_mem;
+  std::unordered_map<int, memory> args;  // built once: execute() takes a map, rebuilding it allocates
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward prim;
   Operand src, weights, dst;
@@ -135,14 +144,25 @@ struct OneDnnConv::BackwardWeights_ {
 OneDnnConv::OneDnnConv(std::optional<ConvLayouts> forced) : forced_(forced) {}
 OneDnnConv::~OneDnnConv() = default;
 
-Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y) {
+Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y,
+                           const float* bias, bool relu) {
   return Guarded("forward", [&] {
-    if (!fwd_ || !(fwd_->g == g)) {
+    bool has_bias = bias != nullptr;
+    if (!fwd_ || !(fwd_->g == g) || fwd_->bias != has_bias || fwd_->relu != relu) {
       auto f = std::make_unique<Forward_>();
       f->g = g;
+      f->bias = has_bias;
+      f->relu = relu;
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
-      f->pd = ForwardPd(h.engine, d, layouts.forward, UserScratchpad());
+      dnnl::primitive_attr attr = UserScratchpad();
+      if (relu) {
+        dnnl::post_ops ops;
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+        attr.set_post_ops(ops);
+      }
+      f->pd = ForwardPd(h.engine, d, layouts.forward, attr, has_bias);
+      if (has_bias) f->bias_mem = memory(memory::desc({g.o}, kF32, Tag::x), h.engine, DNNL_MEMORY_NONE);
       f->prim = dnnl::convolution_forward(f->pd);
       f->src.Init(h.engine, d.src, f->pd.src_desc(), true);
       f->weights.Init(h.engine, d.weights, f->pd.weights_desc(), true);
@@ -154,10 +174,15 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
     f.src.In(h.stream, x);
     f.weights.In(h.stream, w);
     f.dst.BindOut(y);
-    f.prim.execute(h.stream, {{DNNL_ARG_SRC, f.src.inner},
-                              {DNNL_ARG_WEIGHTS, f.weights.inner},
-                              {DNNL_ARG_DST, f.dst.inner},
-                              {DNNL_ARG_SCRATCHPAD, f.scratch}});
+    if (f.args.empty()) {
+      f.args = {{DNNL_ARG_SRC, f.src.inner},
+                {DNNL_ARG_WEIGHTS, f.weights.inner},
+                {DNNL_ARG_DST, f.dst.inner},
+                {DNNL_ARG_SCRATCHPAD, f.scratch}};
+      if (f.bias) f.args[DNNL_ARG_BIAS] = f.bias_mem;
+    }
+    if (f.bias) f.bias_mem.set_data_handle(const_cast<float*>(bias));
+    f.prim.execute(h.stream, f.args);
     f.dst.Out(h.stream);
     h.stream.wait();
   });
@@ -172,7 +197,7 @@ Status OneDnnConv::BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
       ConvLayout l = layouts.backward_data;
-      auto hint = ForwardPd(h.engine, d, l, dnnl::primitive_attr());
+      auto hint = ForwardPd(h.engine, d, l, dnnl::primitive_attr(), false);
       dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, Pick(l, d.src),
                                                  Pick(l, d.weights), Pick(l, d.dst), d.strides, d.dilates, d.pad_l,
                                                  d.pad_r);
@@ -223,7 +248,7 @@ Status OneDnnConv::BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeom
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
       ConvLayout l = layouts.backward_weights;
-      auto hint = ForwardPd(h.engine, d, l, dnnl::primitive_attr());
+      auto hint = ForwardPd(h.engine, d, l, dnnl::primitive_attr(), false);
       dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, Pick(l, d.src),
                                                     Pick(l, d.weights), Pick(l, d.dst), d.strides, d.dilates, d.pad_l,
                                                     d.pad_r);

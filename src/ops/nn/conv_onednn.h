@@ -53,8 +53,10 @@ class OneDnnConv {
   OneDnnConv(const OneDnnConv&) = delete;
   OneDnnConv& operator=(const OneDnnConv&) = delete;
 
-  /// y = conv(x, w). All buffers are dense NCHW / OIHW float32 of the sizes in `g`.
-  Status Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y);
+  /// y = conv(x, w) [+ bias per output channel] [then relu]. All buffers are dense NCHW / OIHW float32
+  /// of the sizes in `g`; the bias and the relu run inside the primitive (oneDNN's bias and post-op).
+  Status Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y,
+                 const float* bias = nullptr, bool relu = false);
   /// dx = conv_backward_data(w, dy).
   Status BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy, float* dx);
   /// dw = conv_backward_weights(x, dy).

@@ -116,9 +116,11 @@ void ForChannels(const ChannelView& v, F&& fn) {
   ParallelFor(v.c, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel(), 1)), fn);
 }
 
-/// sums[c] += f(element index, c) over every element of channel c, for all channels.
-template <class T, class F>
-void ChannelSums(const ChannelView& v, T* sums, F&& f) {
+/// sums[c] = the sum over channel c of f(i, c) (element-wise form, used when channels are the
+/// innermost dimension) or of plane(base, len, c) over each contiguous run of the channel (the NCHW
+/// form: Eigen reductions the compiler vectorizes). Fixed order, so results do not depend on threads.
+template <class T, class F, class Plane>
+void ChannelSums(const ChannelView& v, T* sums, F&& f, Plane&& plane) {
   ForChannels(v, [&](int64_t c0, int64_t c1) {
     std::fill(sums + c0, sums + c1, T(0));
     for (int64_t o = 0; o < v.outer; ++o) {
@@ -126,22 +128,25 @@ void ChannelSums(const ChannelView& v, T* sums, F&& f) {
         int64_t base = o * v.c;
         for (int64_t c = c0; c < c1; ++c) sums[c] += f(base + c, c);
       } else {
-        for (int64_t c = c0; c < c1; ++c) {
-          int64_t base = (o * v.c + c) * v.inner;
-          T s = 0;
-          for (int64_t i = 0; i < v.inner; ++i) s += f(base + i, c);
-          sums[c] += s;
-        }
+        for (int64_t c = c0; c < c1; ++c) sums[c] += plane((o * v.c + c) * v.inner, v.inner, c);
       }
     }
   });
 }
 
-/// out[i] = f(i, channel of i) over all elements, in parallel.
-template <class F>
-void MapChannels(const ChannelView& v, F&& f) {
-  ParallelChunks(v.outer * v.c * v.inner, [&](int64_t b, int64_t n) {
-    for (int64_t i = b; i < b + n; ++i) f(i, (i / v.inner) % v.c);
+/// Writes every element: f(i, c) per element when channels are innermost, else plane(base, len, c)
+/// per contiguous run of one channel. Parallel over rows or planes.
+template <class F, class Plane>
+void MapChannels(const ChannelView& v, F&& f, Plane&& plane) {
+  if (v.inner == 1) {
+    ParallelFor(v.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.c, 1)), [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o)
+        for (int64_t c = 0; c < v.c; ++c) f(o * v.c + c, c);
+    });
+    return;
+  }
+  ParallelFor(v.outer * v.c, std::max<int64_t>(1, kElementwiseGrain / v.inner), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) plane(p * v.inner, v.inner, p % v.c);
   });
 }
 
@@ -190,12 +195,19 @@ class BatchNormKernel final : public OpKernel {
       std::copy(x, x + xt.numel(), y);
       return Status::OK();
     } else {
-      ChannelSums(v, saved_mean, [&](int64_t i, int64_t) { return x[i]; });
+      ChannelSums(
+          v, saved_mean, [&](int64_t i, int64_t) { return x[i]; },
+          [&](int64_t base, int64_t n, int64_t) { return ConstEigenVec<T>(x + base, n).sum(); });
       for (int64_t k = 0; k < c; ++k) saved_mean[k] /= static_cast<T>(m);
-      ChannelSums(v, saved_inv_std, [&](int64_t i, int64_t k) {
-        T d = x[i] - saved_mean[k];
-        return d * d;
-      });
+      ChannelSums(
+          v, saved_inv_std,
+          [&](int64_t i, int64_t k) {
+            T d = x[i] - saved_mean[k];
+            return d * d;
+          },
+          [&](int64_t base, int64_t n, int64_t k) {
+            return (ConstEigenVec<T>(x + base, n) - saved_mean[k]).square().sum();
+          });
       T momentum = ctx.InOpt(kBnMomentum) ? ReadScalar<T>(*ctx.InOpt(kBnMomentum)) : static_cast<T>(attrs_.momentum);
       for (int64_t k = 0; k < c; ++k) {
         T batch_var = saved_inv_std[k] / static_cast<T>(m);
@@ -213,7 +225,9 @@ class BatchNormKernel final : public OpKernel {
     }
     const T* a = a_.data();
     const T* b = b_.data();
-    MapChannels(v, [&](int64_t i, int64_t k) { y[i] = x[i] * a[k] + b[k]; });
+    MapChannels(
+        v, [&](int64_t i, int64_t k) { y[i] = x[i] * a[k] + b[k]; },
+        [&](int64_t base, int64_t n, int64_t k) { MutEigenVec<T>(y + base, n) = ConstEigenVec<T>(x + base, n) * a[k] + b[k]; });
     return Status::OK();
   }
 
@@ -257,20 +271,39 @@ class BatchNormGradKernel final : public OpKernel {
     dscale_.resize(c);
     T* dbias = dbias_.data();
     T* dscale = dscale_.data();
-    ChannelSums(v, dbias, [&](int64_t i, int64_t) { return dy[i]; });
-    ChannelSums(v, dscale, [&](int64_t i, int64_t k) { return dy[i] * (x[i] - mean[k]); });
+    ChannelSums(
+        v, dbias, [&](int64_t i, int64_t) { return dy[i]; },
+        [&](int64_t base, int64_t n, int64_t) { return ConstEigenVec<T>(dy + base, n).sum(); });
+    ChannelSums(
+        v, dscale, [&](int64_t i, int64_t k) { return dy[i] * (x[i] - mean[k]); },
+        [&](int64_t base, int64_t n, int64_t k) {
+          return (ConstEigenVec<T>(dy + base, n) * (ConstEigenVec<T>(x + base, n) - mean[k])).sum();
+        });
     for (int64_t k = 0; k < c; ++k) dscale[k] *= inv_std[k];
     if (dx) {
       T* g = dx->data<T>();
       if (attrs_.global_stats) {
-        MapChannels(v, [&](int64_t i, int64_t k) { g[i] = dy[i] * scale[k] * inv_std[k]; });
+        MapChannels(
+            v, [&](int64_t i, int64_t k) { g[i] = dy[i] * scale[k] * inv_std[k]; },
+            [&](int64_t base, int64_t n, int64_t k) {
+              MutEigenVec<T>(g + base, n) = ConstEigenVec<T>(dy + base, n) * (scale[k] * inv_std[k]);
+            });
       } else {
         // dX = Scale * inv_std / M * (M * dY - sum(dY) - xhat * sum(dY * xhat)).
         const T inv_m = T(1) / static_cast<T>(m);
-        MapChannels(v, [&](int64_t i, int64_t k) {
-          T xhat = (x[i] - mean[k]) * inv_std[k];
-          g[i] = scale[k] * inv_std[k] * (dy[i] - (dbias[k] + xhat * dscale[k]) * inv_m);
-        });
+        MapChannels(
+            v,
+            [&](int64_t i, int64_t k) {
+              T xhat = (x[i] - mean[k]) * inv_std[k];
+              g[i] = scale[k] * inv_std[k] * (dy[i] - (dbias[k] + xhat * dscale[k]) * inv_m);
+            },
+            [&](int64_t base, int64_t n, int64_t k) {
+              // g = s * (dy - dbias/M - (x - mean) * inv_std * dscale / M), with s = scale * inv_std
+              // (dscale already carries one factor of inv_std).
+              const T s = scale[k] * inv_std[k], shift = dbias[k] * inv_m, slope = inv_std[k] * dscale[k] * inv_m;
+              MutEigenVec<T>(g + base, n) =
+                  s * (ConstEigenVec<T>(dy + base, n) - shift - (ConstEigenVec<T>(x + base, n) - mean[k]) * slope);
+            });
       }
     }
     if (dscale_t) std::copy(dscale, dscale + c, dscale_t->data<T>());
