@@ -4,12 +4,15 @@
 Two kinds of cases, both run against the real binary:
 
 1. Transcripts, testdata/cli/*.test. Cases are separated by a line '---'. Each case has:
-     RUN: <arguments after 'paddlec'>     (%S = repository root, %t = a fresh temp dir for the case)
+     RUN: <arguments after 'paddlec'>     (%S = repository root, %t = a fresh temp dir for the case,
+                                          %T = a temp dir shared by all cases of the file)
      EXIT: <code>                         (default 0)
      STDOUT: / STDERR:                    followed by the exact expected text, up to the next directive
      STDOUT-CONTAINS: / STDERR-CONTAINS:  text that must appear (repeatable)
      STDOUT-NOT: / STDERR-NOT:            text that must not appear (repeatable)
      FILE-EXISTS: / FILE-MISSING: <path>  after the run
+     SAME-FILES: <path> <path>            the two files are byte-identical after the run
+     ENV: NAME=VALUE                      set for the run
    Lines starting with '#' before RUN are comments.
 
 2. Invalid programs, testdata/invalid/*.{pbtxt,json,pb}. Each carries its expected diagnostics in
@@ -26,13 +29,13 @@ import sys
 import tempfile
 
 DIRECTIVES = ("RUN:", "EXIT:", "STDOUT:", "STDERR:", "STDOUT-CONTAINS:", "STDERR-CONTAINS:", "STDOUT-NOT:",
-              "STDERR-NOT:", "FILE-EXISTS:", "FILE-MISSING:", "ENV:")
+              "STDERR-NOT:", "FILE-EXISTS:", "FILE-MISSING:", "SAME-FILES:", "ENV:")
 
 
 def parse_cases(text):
     cases = []
     for chunk in text.split("\n---\n"):
-        case = {"exit": 0, "contains": [], "not": [], "exists": [], "missing": [], "env": {}}
+        case = {"exit": 0, "contains": [], "not": [], "exists": [], "missing": [], "same": [], "env": {}}
         block = None
         for line in chunk.splitlines():
             head = next((d for d in DIRECTIVES if line.startswith(d)), None)
@@ -59,6 +62,8 @@ def parse_cases(text):
                 case["exists"].append(value)
             elif head == "FILE-MISSING:":
                 case["missing"].append(value)
+            elif head == "SAME-FILES:":
+                case["same"].append(value.split())
             elif head == "ENV:":
                 k, _, v = value.partition("=")
                 case["env"][k] = v
@@ -73,18 +78,26 @@ def run(paddlec, args, root, env_extra=None, timeout=120):
     return subprocess.run([paddlec] + args, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def expand(s, root, tmp):
-    return s.replace("%S", str(root)).replace("%t", tmp)
+def expand(s, root, tmp, shared=""):
+    return s.replace("%S", str(root)).replace("%t", tmp).replace("%T", shared)
 
 
 def check_transcript(paddlec, root, path):
     failures = []
+    with tempfile.TemporaryDirectory() as shared:
+        failures += run_cases(paddlec, root, path, shared)
+    return failures
+
+
+def run_cases(paddlec, root, path, shared):
+    failures = []
     for i, case in enumerate(parse_cases(path.read_text())):
         with tempfile.TemporaryDirectory() as tmp:
-            args = [expand(a, root, tmp) for a in shlex.split(case["run"])]
+            x = lambda s: expand(s, root, tmp, shared)
+            args = [x(a) for a in shlex.split(case["run"])]
             name = f"{path.name}#{i + 1} (paddlec {' '.join(shlex.split(case['run']))})"
             try:
-                r = run(paddlec, args, root, {k: expand(v, root, tmp) for k, v in case["env"].items()})
+                r = run(paddlec, args, root, {k: x(v) for k, v in case["env"].items()})
             except subprocess.TimeoutExpired:
                 failures.append(f"{name}: timed out")
                 continue
@@ -94,24 +107,30 @@ def check_transcript(paddlec, root, path):
                 problems.append(f"exit code {r.returncode}, expected {case['exit']}")
             for stream in ("stdout", "stderr"):
                 if stream in case:
-                    want = "\n".join(expand(l, root, tmp) for l in case[stream]).rstrip("\n")
+                    want = "\n".join(x(l) for l in case[stream]).rstrip("\n")
                     got = out[stream].rstrip("\n")
                     if want != got:
                         diff = "\n".join(difflib.unified_diff(want.splitlines(), got.splitlines(), "expected", "actual",
                                                               lineterm=""))
                         problems.append(f"{stream} differs:\n{diff}")
             for stream, text in case["contains"]:
-                if expand(text, root, tmp) not in out[stream]:
+                if x(text) not in out[stream]:
                     problems.append(f"{stream} lacks {text!r}")
             for stream, text in case["not"]:
-                if expand(text, root, tmp) in out[stream]:
+                if x(text) in out[stream]:
                     problems.append(f"{stream} contains {text!r}")
             for p in case["exists"]:
-                if not os.path.exists(expand(p, root, tmp)):
+                if not os.path.exists(x(p)):
                     problems.append(f"file {p} missing")
             for p in case["missing"]:
-                if os.path.exists(expand(p, root, tmp)):
+                if os.path.exists(x(p)):
                     problems.append(f"file {p} exists")
+            for a, b in case["same"]:
+                try:
+                    if pathlib.Path(x(a)).read_bytes() != pathlib.Path(x(b)).read_bytes():
+                        problems.append(f"files {a} and {b} differ")
+                except OSError as e:
+                    problems.append(f"cannot compare {a} and {b}: {e}")
             if problems:
                 failures.append(f"{name}:\n  " + "\n  ".join(problems) + f"\n  stdout: {r.stdout!r}\n  stderr: {r.stderr!r}")
     return failures

@@ -340,8 +340,10 @@ class Trainer {
     if (ec) return MakeError(ErrorCode::kIO, "cannot create '{}': {}", tmp.string(), ec.message());
     PC_RETURN_IF_ERROR(
         io::SaveParams((tmp / "params.pdiparams").string(), param_names_, session_->scope(), session_->executor().device()));
-    if (const char* fault = std::getenv("PADDLEC_FAULT_INJECT"); fault && std::string_view(fault) == "checkpoint") {
-      // Test hook: die the way `kill -9` would, half-way through writing a checkpoint.
+    if (const char* fault = std::getenv("PADDLEC_FAULT_INJECT");
+        fault && std::string_view(fault) == fmt::format("checkpoint:{}", epochs_done)) {
+      // Test hook (PADDLEC_FAULT_INJECT=checkpoint:N): die the way `kill -9` would, half-way through
+      // writing the checkpoint of epoch N, after the parameters and before the metadata.
       std::_Exit(137);
     }
     paddlec::proto::Checkpoint ck;
