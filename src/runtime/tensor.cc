@@ -12,7 +12,9 @@ void Tensor::set_dims(const Dims& d) {
 Status Tensor::Allocate(Allocator& alloc) {
   PC_RETURN_IF_ERROR(CheckDims(dims_));
   size_t need = nbytes();
-  if (buffer_ && buffer_.use_count() == 1 && buffer_->place() == alloc.place() &&
+  // Reuse the buffer when it fits, nobody else shares it, and it is ours (external memory, such as a
+  // NumPy array fed without a copy, is never written as an output).
+  if (buffer_ && buffer_->owned() && buffer_.use_count() == 1 && buffer_->place() == alloc.place() &&
       buffer_->size() >= offset_ + need)
     return Status::OK();
   PC_ASSIGN_OR_RETURN(buffer_, AllocateBuffer(alloc, need == 0 ? 1 : need));

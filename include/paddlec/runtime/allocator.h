@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -40,26 +41,34 @@ class Allocator : public std::enable_shared_from_this<Allocator> {
   virtual void ReleaseCache() {}
 };
 
-/// A block of memory owned by a tensor (shared between tensors that alias it).
+/// A block of memory owned by a tensor (shared between tensors that alias it): from an Allocator, or
+/// memory someone else owns (a NumPy array fed without a copy), released by a callback.
 class Buffer {
  public:
   Buffer(std::shared_ptr<Allocator> alloc, void* data, size_t size)
-      : alloc_(std::move(alloc)), data_(data), size_(size) {}
+      : alloc_(std::move(alloc)), data_(data), size_(size), place_(alloc_->place()) {}
+  /// Wraps external memory; `release` runs when the last tensor using it lets go.
+  Buffer(void* data, size_t size, Place place, std::function<void()> release)
+      : data_(data), size_(size), place_(place), release_(std::move(release)) {}
   ~Buffer() {
-    if (data_) alloc_->Free(data_, size_);
+    if (alloc_ && data_) alloc_->Free(data_, size_);
+    if (release_) release_();
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
-  Place place() const { return alloc_->place(); }
-  Allocator& allocator() const { return *alloc_; }
+  Place place() const { return place_; }
+  /// False for external memory, which paddlec must never reuse for another tensor.
+  bool owned() const { return alloc_ != nullptr; }
 
  private:
   std::shared_ptr<Allocator> alloc_;
   void* data_;
   size_t size_;
+  Place place_;
+  std::function<void()> release_;
 };
 
 /// Allocates a Buffer of `bytes` from `alloc`.
