@@ -278,6 +278,17 @@ OpInfo* OpRegistry::MutableFind(std::string_view type) {
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
+Status OpRegistry::AddKernel(std::string_view type, DeviceType device, DType dtype, KernelFactory factory) {
+  OpInfo* info = MutableFind(type);
+  if (info == nullptr) return MakeError(ErrorCode::kInternal, "cannot add a kernel to unknown op '{}'", type);
+  auto key = std::make_pair(static_cast<int>(device), static_cast<int>(dtype));
+  if (info->kernels_.count(key))
+    return MakeError(ErrorCode::kInternal, "op '{}' already has a {} kernel for {}", type, DeviceTypeName(device),
+                     DTypeName(dtype));
+  info->kernels_[key] = std::move(factory);
+  return Status::OK();
+}
+
 std::vector<const OpInfo*> OpRegistry::All() const {
   std::vector<const OpInfo*> out;
   out.reserve(ops_.size());

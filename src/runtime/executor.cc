@@ -6,43 +6,87 @@
 
 #include <climits>
 #include <string>
+#include <vector>
 
 #include "paddlec/ops/op_registry.h"
+#include "runtime/cuda/backend_api.h"
 
 namespace paddlec::runtime {
 namespace {
 
-std::string ExecutableDir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string path(buf, static_cast<size_t>(n));
+/// The directory of the binary this code is linked into (the paddlec executable, or the Python
+/// module), where the CUDA backend library is installed beside it.
+std::string ThisBinaryDir() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&ThisBinaryDir), &info) == 0 || info.dli_fname == nullptr) return ".";
+  std::string path = info.dli_fname;
+  if (path.find('/') == std::string::npos) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n > 0) path.assign(buf, static_cast<size_t>(n));
+  }
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+/// The loaded backend, or why there is none. Loaded once per process; kernels are registered once.
+struct Backend {
+  const cuda::BackendApi* api = nullptr;
+  Status status;
+};
+
+const Backend& LoadBackend() {
+  static const Backend backend = []() -> Backend {
+    std::string_view module = PADDLEC_CUDA_MODULE_NAME;
+    if (module.empty())
+      return {nullptr, MakeError(ErrorCode::kUnavailable, "this paddlec was built without CUDA support")
+                           .Note("rebuild with -DPADDLEC_WITH_CUDA=ON on a machine with the CUDA toolkit (nvcc)")};
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("PADDLEC_CUDA_LIBRARY")) candidates.emplace_back(env);
+    candidates.push_back(ThisBinaryDir() + "/" + std::string(module));
+    candidates.emplace_back(module);
+    void* handle = nullptr;
+    std::string why;
+    for (const auto& c : candidates) {
+      handle = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle != nullptr) break;
+      why = ::dlerror();
+    }
+    if (handle == nullptr)
+      return {nullptr, MakeError(ErrorCode::kUnavailable, "cannot load the CUDA backend {}: {}", module, why)};
+    using Entry = const cuda::BackendApi* (*)();
+    auto entry = reinterpret_cast<Entry>(::dlsym(handle, "paddlec_cuda_backend"));
+    if (entry == nullptr)
+      return {nullptr, MakeError(ErrorCode::kUnavailable, "the CUDA backend is incomplete: {}", ::dlerror())};
+    const cuda::BackendApi* api = entry();
+    if (api->abi_version != cuda::kAbiVersion || api->fingerprint.device_context != sizeof(DeviceContext) ||
+        api->fingerprint.op_registry != sizeof(ops::OpRegistry))
+      return {nullptr, MakeError(ErrorCode::kUnavailable, "the CUDA backend was built from other sources than paddlec")
+                           .Note("rebuild both from the same tree")};
+    char reason[512] = {};
+    int n = api->device_count(reason, sizeof(reason));
+    if (n < 0)
+      return {nullptr,
+              MakeError(ErrorCode::kUnavailable, "no usable CUDA GPU on this machine: {}", reason).Note("run with --device=cpu")};
+    if (n == 0)
+      return {nullptr, MakeError(ErrorCode::kUnavailable, "no CUDA GPU found on this machine").Note("run with --device=cpu")};
+    if (api->register_kernels(&ops::MutableGlobalOpRegistry(), reason, sizeof(reason)) != 0)
+      return {nullptr, MakeError(ErrorCode::kInternal, "registering the CUDA kernels failed: {}", reason)};
+    return {api, Status::OK()};
+  }();
+  return backend;
+}
+
 StatusOr<std::unique_ptr<DeviceContext>> CreateCudaContext(Place place) {
-  std::string_view module = PADDLEC_CUDA_MODULE_NAME;
-  if (module.empty())
-    return MakeError(ErrorCode::kUnavailable, "this paddlec was built without CUDA support")
-        .Note("rebuild with -DPADDLEC_WITH_CUDA=ON on a machine with the CUDA toolkit (nvcc)");
-  std::string local = ExecutableDir() + "/" + std::string(module);
-  void* handle = ::dlopen(local.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) handle = ::dlopen(std::string(module).c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr)
-    return MakeError(ErrorCode::kUnavailable, "cannot load the CUDA backend: {}", ::dlerror());
-  using CountFn = int (*)(char*, int);
-  auto count = reinterpret_cast<CountFn>(::dlsym(handle, "paddlec_cuda_device_count"));
-  if (count == nullptr) return MakeError(ErrorCode::kUnavailable, "the CUDA backend is incomplete: {}", ::dlerror());
-  char why[256] = {};
-  int n = count(why, sizeof(why));
-  if (n < 0)
-    return MakeError(ErrorCode::kUnavailable, "no usable CUDA GPU on this machine: {}", why)
-        .Note("run with --device=cpu");
-  if (n == 0) return MakeError(ErrorCode::kUnavailable, "no CUDA GPU found on this machine").Note("run with --device=cpu");
+  const Backend& b = LoadBackend();
+  if (!b.status.ok()) return b.status.error();
+  char reason[512] = {};
+  int n = b.api->device_count(reason, sizeof(reason));
   if (place.device >= n)
     return MakeError(ErrorCode::kInvalidArgument, "{} requested, but this machine has {} GPU(s)", place.ToString(), n);
-  return MakeError(ErrorCode::kUnimplemented, "GPU execution is not implemented in this build yet");
+  DeviceContext* c = b.api->create_context(place.device, reason, sizeof(reason));
+  if (c == nullptr) return MakeError(ErrorCode::kUnavailable, "cannot use {}: {}", place.ToString(), reason);
+  return std::unique_ptr<DeviceContext>(c);
 }
 
 }  // namespace

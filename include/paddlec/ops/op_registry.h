@@ -173,6 +173,9 @@ class OpRegistry {
 
   /// Lets a backend loaded later (the CUDA library) add kernels to registered ops.
   OpInfo* MutableFind(std::string_view type);
+  /// Adds a kernel to a registered op (backends loaded at run time); an error for an unknown op or a
+  /// (device, dtype) that already has a kernel.
+  Status AddKernel(std::string_view type, DeviceType device, DType dtype, KernelFactory factory);
 
  private:
   struct Hash {

@@ -1,0 +1,25 @@
+// Launchers of the activation family's CUDA kernels (activation.cu), in plain types.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace paddlec::ops::cuda {
+
+enum class Activation { kRelu, kSigmoid, kTanh, kSqrt, kGelu, kGeluTanh, kLeakyRelu };
+
+/// y = f(x) element-wise; `alpha` is leaky_relu's slope.
+template <class T>
+cudaError_t ActivationForward(Activation f, const T* x, T* y, int64_t n, float alpha, cudaStream_t s);
+/// dx = f'(a) * dy, where `a` is the forward output (relu, sigmoid, tanh, sqrt) or input (the others).
+template <class T>
+cudaError_t ActivationBackward(Activation f, const T* a, const T* dy, T* dx, int64_t n, float alpha, cudaStream_t s);
+/// Softmax or log-softmax of every length-n line with stride `inner`, over an [outer, n, inner] view.
+template <class T>
+cudaError_t SoftmaxForward(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log, cudaStream_t s);
+template <class T>
+cudaError_t SoftmaxBackward(const T* out, const T* dout, T* dx, int64_t outer, int64_t n, int64_t inner, bool log,
+                            cudaStream_t s);
+
+}  // namespace paddlec::ops::cuda

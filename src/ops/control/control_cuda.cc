@@ -1,0 +1,11 @@
+// The control family's CUDA kernels (to be written; registers none yet).
+#include "common/cuda_host.h"
+
+namespace paddlec::ops {
+
+Status RegisterControlCudaKernels(OpRegistry& registry) {
+  (void)registry;
+  return Status::OK();
+}
+
+}  // namespace paddlec::ops

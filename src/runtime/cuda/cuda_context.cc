@@ -1,0 +1,160 @@
+// The CUDA device context and the caching device allocator.
+#include "runtime/cuda/cuda_context.h"
+
+#include <bit>
+
+namespace paddlec::runtime::cuda {
+
+Error CudaError(cudaError_t e, const char* what) {
+  return MakeError(e == cudaErrorMemoryAllocation ? ErrorCode::kResourceExhausted : ErrorCode::kRuntime,
+                   "CUDA call {} failed: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+Error CublasError(cublasStatus_t s, const char* what) {
+  return MakeError(ErrorCode::kRuntime, "cuBLAS call {} failed: {}", what, cublasGetStatusString(s));
+}
+
+Error CudnnError(cudnnStatus_t s, const char* what) {
+  return MakeError(ErrorCode::kRuntime, "cuDNN call {} failed: {}", what, cudnnGetErrorString(s));
+}
+
+namespace {
+
+size_t BinSize(size_t bytes) {
+  if (bytes <= 512) return 512;
+  size_t p = std::bit_floor(bytes);
+  size_t quarter = std::max<size_t>(p / 4, 512);
+  return (bytes + quarter - 1) / quarter * quarter;
+}
+
+}  // namespace
+
+// ---- Allocator ------------------------------------------------------------------------------
+
+std::shared_ptr<CudaCachingAllocator> CudaCachingAllocator::Create(int device) {
+  return std::shared_ptr<CudaCachingAllocator>(new CudaCachingAllocator(device));
+}
+
+CudaCachingAllocator::~CudaCachingAllocator() { ReleaseCache(); }
+
+StatusOr<void*> CudaCachingAllocator::Allocate(size_t bytes) {
+  size_t bin = BinSize(bytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.allocs;
+    auto it = free_.find(bin);
+    if (it != free_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      stats_.bytes_cached -= bin;
+      stats_.bytes_in_use += bin;
+      stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+      return p;
+    }
+  }
+  cudaSetDevice(device_);
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, bin);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // clear the sticky-free error state of this failure
+    ReleaseCache();
+    e = cudaMalloc(&p, bin);
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    AllocatorStats s = stats();
+    return MakeError(ErrorCode::kResourceExhausted,
+                     "out of GPU memory allocating {} bytes on gpu:{} ({} bytes in use, peak {})", bin, device_,
+                     s.bytes_in_use, s.peak_bytes_in_use);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.system_allocs;
+  stats_.bytes_in_use += bin;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  return p;
+}
+
+void CudaCachingAllocator::Free(void* ptr, size_t bytes) {
+  size_t bin = BinSize(bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.bytes_in_use -= bin;
+  stats_.bytes_cached += bin;
+  free_[bin].push_back(ptr);
+}
+
+AllocatorStats CudaCachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void CudaCachingAllocator::ReleaseCache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cudaSetDevice(device_);
+  cudaDeviceSynchronize();  // blocks may still be in use by queued work
+  for (auto& [bin, list] : free_)
+    for (void* p : list) cudaFree(p);
+  free_.clear();
+  stats_.bytes_cached = 0;
+}
+
+// ---- Context --------------------------------------------------------------------------------
+
+StatusOr<std::unique_ptr<CudaContext>> CudaContext::Create(int device) {
+  std::unique_ptr<CudaContext> c(new CudaContext(device));
+  PC_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  PC_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&c->stream_, cudaStreamNonBlocking));
+  PC_CUBLAS_RETURN_IF_ERROR(cublasCreate(&c->cublas_));
+  PC_CUBLAS_RETURN_IF_ERROR(cublasSetStream(c->cublas_, c->stream_));
+  PC_CUDNN_RETURN_IF_ERROR(cudnnCreate(&c->cudnn_));
+  PC_CUDNN_RETURN_IF_ERROR(cudnnSetStream(c->cudnn_, c->stream_));
+  c->allocator_ = CudaCachingAllocator::Create(device);
+  return c;
+}
+
+CudaContext::~CudaContext() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  workspace_.reset();
+  if (cudnn_) cudnnDestroy(cudnn_);
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+Status CudaContext::Synchronize() {
+  PC_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return Status::OK();
+}
+
+Status CudaContext::CopyFromHost(const Tensor& host, Tensor& device) {
+  device.Set(host.dtype(), host.dims());
+  PC_RETURN_IF_ERROR(device.Allocate(allocator()));
+  // Pageable host memory: the call returns once the source has been staged, so the caller may reuse
+  // it at once and the host never waits for the transfer itself.
+  if (host.nbytes() > 0)
+    PC_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(device.raw_data(), host.raw_data(), host.nbytes(), cudaMemcpyHostToDevice, stream_));
+  device.mutable_lod() = host.lod();
+  return Status::OK();
+}
+
+Status CudaContext::CopyToHost(const Tensor& device, Tensor& host, Allocator& host_alloc) {
+  host.Set(device.dtype(), device.dims());
+  PC_RETURN_IF_ERROR(host.Allocate(host_alloc));
+  if (device.nbytes() > 0) {
+    cudaMemcpyKind kind = device.place().is_cpu() ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost;
+    PC_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host.raw_data(), device.raw_data(), device.nbytes(), kind, stream_));
+    PC_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  }
+  host.mutable_lod() = device.lod();
+  return Status::OK();
+}
+
+StatusOr<void*> CudaContext::Workspace(size_t bytes) {
+  if (bytes == 0) return static_cast<void*>(nullptr);
+  if (!workspace_ || workspace_->size() < bytes) {
+    workspace_.reset();
+    PC_ASSIGN_OR_RETURN(workspace_, AllocateBuffer(allocator(), bytes));
+  }
+  return workspace_->data();
+}
+
+}  // namespace paddlec::runtime::cuda

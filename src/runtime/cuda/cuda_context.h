@@ -1,0 +1,90 @@
+// The CUDA device context: one stream, cuBLAS and cuDNN handles bound to it, and the caching device
+// allocator; what every CUDA kernel gets from KernelContext::device_as<CudaContext>().
+//
+// All of a context's work is queued on its one stream, so kernels never synchronize the host;
+// only CopyToHost (fetching a value) and Synchronize wait.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "paddlec/runtime/device_context.h"
+#include "paddlec/runtime/tensor.h"
+
+namespace paddlec::runtime::cuda {
+
+/// "cudaErrorMemoryAllocation: out of memory" as a paddlec error.
+Error CudaError(cudaError_t e, const char* what);
+Error CublasError(cublasStatus_t s, const char* what);
+Error CudnnError(cudnnStatus_t s, const char* what);
+
+#define PC_CUDA_RETURN_IF_ERROR(expr)                                              \
+  do {                                                                             \
+    cudaError_t pc_cuda_e_ = (expr);                                               \
+    if (pc_cuda_e_ != cudaSuccess) return ::paddlec::runtime::cuda::CudaError(pc_cuda_e_, #expr); \
+  } while (0)
+#define PC_CUBLAS_RETURN_IF_ERROR(expr)                                            \
+  do {                                                                             \
+    cublasStatus_t pc_cublas_s_ = (expr);                                          \
+    if (pc_cublas_s_ != CUBLAS_STATUS_SUCCESS) return ::paddlec::runtime::cuda::CublasError(pc_cublas_s_, #expr); \
+  } while (0)
+#define PC_CUDNN_RETURN_IF_ERROR(expr)                                             \
+  do {                                                                             \
+    cudnnStatus_t pc_cudnn_s_ = (expr);                                            \
+    if (pc_cudnn_s_ != CUDNN_STATUS_SUCCESS) return ::paddlec::runtime::cuda::CudnnError(pc_cudnn_s_, #expr); \
+  } while (0)
+
+/// Device memory in size-binned free lists: freed blocks are kept and handed out again, so a
+/// training loop calls cudaMalloc only during its first step. Blocks are reused in stream order
+/// (every context has one stream), which makes reuse safe without events.
+class CudaCachingAllocator final : public Allocator {
+ public:
+  static std::shared_ptr<CudaCachingAllocator> Create(int device);
+  ~CudaCachingAllocator() override;
+  Place place() const override { return Place::CUDA(device_); }
+  StatusOr<void*> Allocate(size_t bytes) override;
+  void Free(void* ptr, size_t bytes) override;
+  AllocatorStats stats() const override;
+  void ReleaseCache() override;
+
+ private:
+  explicit CudaCachingAllocator(int device) : device_(device) {}
+  int device_;
+  mutable std::mutex mu_;
+  AllocatorStats stats_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+};
+
+class CudaContext final : public DeviceContext {
+ public:
+  static StatusOr<std::unique_ptr<CudaContext>> Create(int device);
+  ~CudaContext() override;
+
+  Place place() const override { return Place::CUDA(device_); }
+  Status Synchronize() override;
+  Status CopyFromHost(const Tensor& host, Tensor& device) override;
+  Status CopyToHost(const Tensor& device, Tensor& host, Allocator& host_alloc) override;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  cudnnHandle_t cudnn() const { return cudnn_; }
+  /// Scratch device memory of at least `bytes` (cuDNN workspaces), grown when needed and kept.
+  StatusOr<void*> Workspace(size_t bytes);
+
+ private:
+  explicit CudaContext(int device) : device_(device) {}
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  std::shared_ptr<Buffer> workspace_;
+};
+
+}  // namespace paddlec::runtime::cuda
