@@ -34,3 +34,9 @@ add_test(NAME cli_test
                  --paddlec $<TARGET_FILE:paddlec> --root ${CMAKE_CURRENT_SOURCE_DIR}
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(cli_test PROPERTIES LABELS "cli")
+
+# The `gpu` label: every kernel against its CPU twin and the references, gradient checks on the GPU,
+# GPU runtime behaviour and a GPU training run. Skipped (exit 77) where no GPU is usable, as in CI.
+add_test(NAME gpu_test COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/gpu_tests.sh ${CMAKE_BINARY_DIR}
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(gpu_test PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)

@@ -130,8 +130,14 @@ const std::vector<Place>& AvailablePlaces() {
   static std::vector<Place> places = [] {
     std::vector<Place> p{Place::CPU()};
     auto gpu = runtime::Executor::Create(Place::CUDA(0));
-    if (gpu.ok()) p.push_back(Place::CUDA(0));
-    else MESSAGE("GPU cases skipped: " << gpu.error().message());
+    if (gpu.ok()) {
+      p.push_back(Place::CUDA(0));
+    } else if (std::getenv("PADDLEC_REQUIRE_GPU") != nullptr) {
+      // Under the gpu label a missing GPU must fail, not quietly test the CPU alone.
+      FAIL("PADDLEC_REQUIRE_GPU is set but no GPU can be used: " << gpu.error().message());
+    } else {
+      MESSAGE("GPU cases skipped: " << gpu.error().message());
+    }
     return p;
   }();
   return places;
