@@ -15,32 +15,64 @@ std::shared_ptr<CpuCachingAllocator> CpuCachingAllocator::Create(size_t max_cach
   return std::shared_ptr<CpuCachingAllocator>(new CpuCachingAllocator(max_cached_bytes));
 }
 
-CpuCachingAllocator::~CpuCachingAllocator() { ReleaseCache(); }
-
-size_t CpuCachingAllocator::BinSize(size_t bytes) {
-  if (bytes <= 64) return 64;
-  if (bytes <= 4096) return (bytes + 63) & ~size_t{63};
-  // Above 4 KiB: four bins per power of two, so rounding wastes at most 25%.
-  size_t p = std::bit_floor(bytes);
-  size_t quarter = p / 4;
+size_t BlockCache::Bin(size_t bytes) const {
+  if (bytes <= min_bin_) return min_bin_;
+  if (bytes <= 4096) return (bytes + min_bin_ - 1) / min_bin_ * min_bin_;
+  size_t quarter = std::max(std::bit_floor(bytes) / 4, min_bin_);
   return (bytes + quarter - 1) / quarter * quarter;
 }
 
+void* BlockCache::Take(size_t bin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.allocs;
+  auto it = free_.find(bin);
+  if (it == free_.end() || it->second.empty()) return nullptr;
+  void* p = it->second.back();
+  it->second.pop_back();
+  stats_.bytes_cached -= bin;
+  stats_.bytes_in_use += bin;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  return p;
+}
+
+void BlockCache::NoteSystemAlloc(size_t bin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.system_allocs;
+  stats_.bytes_in_use += bin;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+}
+
+bool BlockCache::Give(void* ptr, size_t bin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.bytes_in_use -= bin;
+  if (stats_.bytes_cached + bin > max_cached_) return false;
+  free_[bin].push_back(ptr);
+  stats_.bytes_cached += bin;
+  return true;
+}
+
+std::vector<std::pair<void*, size_t>> BlockCache::Drain() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<void*, size_t>> out;
+  for (auto& [bin, list] : free_)
+    for (void* p : list) out.emplace_back(p, bin);
+  free_.clear();
+  stats_.bytes_cached = 0;
+  return out;
+}
+
+AllocatorStats BlockCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+CpuCachingAllocator::~CpuCachingAllocator() { ReleaseCache(); }
+
+size_t CpuCachingAllocator::BinSize(size_t bytes) { return BlockCache(kMinBin, 0).Bin(bytes); }
+
 StatusOr<void*> CpuCachingAllocator::Allocate(size_t bytes) {
-  size_t bin = BinSize(bytes);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.allocs;
-    auto it = free_.find(bin);
-    if (it != free_.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
-      stats_.bytes_cached -= bin;
-      stats_.bytes_in_use += bin;
-      stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-      return p;
-    }
-  }
+  size_t bin = cache_.Bin(bytes);
+  if (void* p = cache_.Take(bin)) return p;
   void* p = std::aligned_alloc(64, bin);
   if (p == nullptr) {
     ReleaseCache();
@@ -48,36 +80,18 @@ StatusOr<void*> CpuCachingAllocator::Allocate(size_t bytes) {
   }
   if (p == nullptr)
     return MakeError(ErrorCode::kResourceExhausted, "out of host memory allocating {} bytes", bin);
-  std::lock_guard<std::mutex> lock(mu_);
-  ++stats_.system_allocs;
-  stats_.bytes_in_use += bin;
-  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  cache_.NoteSystemAlloc(bin);
   return p;
 }
 
 void CpuCachingAllocator::Free(void* ptr, size_t bytes) {
-  size_t bin = BinSize(bytes);
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.bytes_in_use -= bin;
-  if (stats_.bytes_cached + bin > max_cached_) {
-    std::free(ptr);
-    return;
-  }
-  free_[bin].push_back(ptr);
-  stats_.bytes_cached += bin;
+  if (!cache_.Give(ptr, cache_.Bin(bytes))) std::free(ptr);
 }
 
-AllocatorStats CpuCachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
-}
+AllocatorStats CpuCachingAllocator::stats() const { return cache_.stats(); }
 
 void CpuCachingAllocator::ReleaseCache() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [bin, list] : free_)
-    for (void* p : list) std::free(p);
-  free_.clear();
-  stats_.bytes_cached = 0;
+  for (auto [p, bin] : cache_.Drain()) std::free(p);
 }
 
 }  // namespace paddlec::runtime

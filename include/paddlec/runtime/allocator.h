@@ -71,6 +71,31 @@ class Buffer {
   std::function<void()> release_;
 };
 
+/// Size-binned free lists and the statistics of a caching allocator, shared by the host and the CUDA
+/// ones: requests round up to a bin (four per power of two above `min_bin`, so rounding wastes at
+/// most 25%), freed blocks wait in their bin's list, and a request that finds one never reaches the
+/// system allocator. Thread-safe.
+class BlockCache {
+ public:
+  BlockCache(size_t min_bin, size_t max_cached) : min_bin_(min_bin), max_cached_(max_cached) {}
+  size_t Bin(size_t bytes) const;
+  /// A cached block of exactly `bin` bytes, or nullptr. Counts the request either way.
+  void* Take(size_t bin);
+  /// Records a block of `bin` bytes obtained from the system.
+  void NoteSystemAlloc(size_t bin);
+  /// Caches a freed block; false when the cache is full (the caller returns it to the system).
+  bool Give(void* ptr, size_t bin);
+  /// Removes and returns every cached block with its size.
+  std::vector<std::pair<void*, size_t>> Drain();
+  AllocatorStats stats() const;
+
+ private:
+  size_t min_bin_, max_cached_;
+  mutable std::mutex mu_;
+  AllocatorStats stats_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+};
+
 /// Allocates a Buffer of `bytes` from `alloc`.
 StatusOr<std::shared_ptr<Buffer>> AllocateBuffer(Allocator& alloc, size_t bytes);
 
@@ -92,11 +117,9 @@ class CpuCachingAllocator final : public Allocator {
   static size_t BinSize(size_t bytes);
 
  private:
-  explicit CpuCachingAllocator(size_t max_cached_bytes) : max_cached_(max_cached_bytes) {}
-  mutable std::mutex mu_;
-  size_t max_cached_;
-  AllocatorStats stats_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
+  explicit CpuCachingAllocator(size_t max_cached_bytes) : cache_(kMinBin, max_cached_bytes) {}
+  static constexpr size_t kMinBin = 64;
+  BlockCache cache_;
 };
 
 }  // namespace paddlec::runtime

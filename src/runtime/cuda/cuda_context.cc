@@ -18,17 +18,6 @@ Error CudnnError(cudnnStatus_t s, const char* what) {
   return MakeError(ErrorCode::kRuntime, "cuDNN call {} failed: {}", what, cudnnGetErrorString(s));
 }
 
-namespace {
-
-size_t BinSize(size_t bytes) {
-  if (bytes <= 512) return 512;
-  size_t p = std::bit_floor(bytes);
-  size_t quarter = std::max<size_t>(p / 4, 512);
-  return (bytes + quarter - 1) / quarter * quarter;
-}
-
-}  // namespace
-
 // ---- Allocator ------------------------------------------------------------------------------
 
 std::shared_ptr<CudaCachingAllocator> CudaCachingAllocator::Create(int device) {
@@ -38,25 +27,13 @@ std::shared_ptr<CudaCachingAllocator> CudaCachingAllocator::Create(int device) {
 CudaCachingAllocator::~CudaCachingAllocator() { ReleaseCache(); }
 
 StatusOr<void*> CudaCachingAllocator::Allocate(size_t bytes) {
-  size_t bin = BinSize(bytes);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.allocs;
-    auto it = free_.find(bin);
-    if (it != free_.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
-      stats_.bytes_cached -= bin;
-      stats_.bytes_in_use += bin;
-      stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-      return p;
-    }
-  }
+  size_t bin = cache_.Bin(bytes);
+  if (void* p = cache_.Take(bin)) return p;
   cudaSetDevice(device_);
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, bin);
   if (e == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // clear the sticky-free error state of this failure
+    cudaGetLastError();  // clear the error this failure left behind
     ReleaseCache();
     e = cudaMalloc(&p, bin);
   }
@@ -67,34 +44,20 @@ StatusOr<void*> CudaCachingAllocator::Allocate(size_t bytes) {
                      "out of GPU memory allocating {} bytes on gpu:{} ({} bytes in use, peak {})", bin, device_,
                      s.bytes_in_use, s.peak_bytes_in_use);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ++stats_.system_allocs;
-  stats_.bytes_in_use += bin;
-  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  cache_.NoteSystemAlloc(bin);
   return p;
 }
 
-void CudaCachingAllocator::Free(void* ptr, size_t bytes) {
-  size_t bin = BinSize(bytes);
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.bytes_in_use -= bin;
-  stats_.bytes_cached += bin;
-  free_[bin].push_back(ptr);
-}
+void CudaCachingAllocator::Free(void* ptr, size_t bytes) { cache_.Give(ptr, cache_.Bin(bytes)); }
 
-AllocatorStats CudaCachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
-}
+AllocatorStats CudaCachingAllocator::stats() const { return cache_.stats(); }
 
 void CudaCachingAllocator::ReleaseCache() {
-  std::lock_guard<std::mutex> lock(mu_);
+  auto blocks = cache_.Drain();
+  if (blocks.empty()) return;
   cudaSetDevice(device_);
-  cudaDeviceSynchronize();  // blocks may still be in use by queued work
-  for (auto& [bin, list] : free_)
-    for (void* p : list) cudaFree(p);
-  free_.clear();
-  stats_.bytes_cached = 0;
+  cudaDeviceSynchronize();  // queued work may still use the blocks
+  for (auto [p, bin] : blocks) cudaFree(p);
 }
 
 // ---- Context --------------------------------------------------------------------------------

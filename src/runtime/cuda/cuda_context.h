@@ -54,11 +54,9 @@ class CudaCachingAllocator final : public Allocator {
   void ReleaseCache() override;
 
  private:
-  explicit CudaCachingAllocator(int device) : device_(device) {}
+  explicit CudaCachingAllocator(int device) : device_(device), cache_(512, SIZE_MAX) {}
   int device_;
-  mutable std::mutex mu_;
-  AllocatorStats stats_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
+  BlockCache cache_;  // never returns blocks to the driver on its own: cudaFree synchronizes
 };
 
 class CudaContext final : public DeviceContext {
