@@ -2,7 +2,13 @@
 // source positions.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
 #include "paddlec/core/file.h"
+#include "paddlec/driver/driver.h"
 #include "paddlec/ir/printer.h"
 #include "paddlec/ir/program.h"
 #include "paddlec/ir/serialize.h"
@@ -211,6 +217,17 @@ TEST_CASE("A binary ProgramDesc with PaddlePaddle's field numbers parses and com
   CHECK(*VarDims(p.blocks(0).vars(1)) == Dims{-1, 4});
   // Our writer produces exactly PaddlePaddle's bytes (unpacked repeated scalars, fields in order).
   CHECK(*Serialize(p, Format::kBinary) == program.bytes);
+  // And it compiles: validation accepts PaddlePaddle's op_role attribute, shapes are inferred.
+  std::string path = std::filesystem::temp_directory_path() / ("paddle_" + std::to_string(::getpid()) + ".pdmodel");
+  REQUIRE(WriteFileAtomic(path, program.bytes).ok());
+  driver::CompileOptions o;
+  o.input = path;
+  o.print_shapes = true;
+  std::ostringstream printed;
+  Status st = driver::RunCompile(o, printed);
+  std::filesystem::remove(path);
+  REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().Render()));
+  CHECK(printed.str().find("  y     float32  [-1, 4]") != std::string::npos);
 }
 
 TEST_CASE("TensorDesc bytes match the worked example of the params format") {

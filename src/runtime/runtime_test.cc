@@ -6,6 +6,7 @@
 #include "paddlec/passes/pass_manager.h"
 #include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::runtime {
 namespace {
@@ -61,14 +62,9 @@ TEST_CASE("Scopes look variables up through their parents") {
   CHECK(root.LocalNames() == std::vector<std::string>{"w"});
 }
 
-std::unique_ptr<ir::Module> Compile(const char* text) {
-  auto m = ir::ParseModule(text, ir::Format::kText, "t.pbtxt");
-  REQUIRE(m.ok());
-  passes::PassManager pm;
-  REQUIRE(pm.AddPipeline("validate,infer-shape").ok());
-  passes::PassContext ctx{ops::GlobalOpRegistry()};
-  Status st = pm.Run(**m, ctx);
-  REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().Render()));
+std::unique_ptr<ir::Module> Compile(const std::string& text) {
+  auto m = testing::CompileText(text, "validate,infer-shape", "t.pbtxt");
+  REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.error().Render()));
   return std::move(m).value();
 }
 

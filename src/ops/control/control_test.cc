@@ -7,6 +7,7 @@
 #include "paddlec/passes/pass_manager.h"
 #include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {
@@ -36,13 +37,8 @@ blocks {
 )pb";
 
 std::unique_ptr<ir::Module> Compile(const std::string& text) {
-  auto m = ir::ParseModule(text, ir::Format::kText, "cond.pbtxt");
-  REQUIRE(m.ok());
-  passes::PassManager pm;
-  REQUIRE(pm.AddPipeline("validate,infer-shape").ok());
-  passes::PassContext ctx{ops::GlobalOpRegistry()};
-  Status st = pm.Run(**m, ctx);
-  REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().Render()));
+  auto m = testing::CompileText(text, "validate,infer-shape", "cond.pbtxt");
+  REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.error().Render()));
   return std::move(m).value();
 }
 

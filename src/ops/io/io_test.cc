@@ -4,6 +4,7 @@
 #include "paddlec/passes/pass_manager.h"
 #include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {
@@ -29,18 +30,14 @@ main_program {
 }
 )txt";
 
-std::unique_ptr<ir::Module> CompileText(const char* text) {
-  auto module = ir::ParseModule(text, ir::Format::kText, "feed_fetch.pbtxt");
+std::unique_ptr<ir::Module> Compile(const char* text) {
+  auto module = CompileText(text, "validate,infer-shape", "feed_fetch.pbtxt");
   REQUIRE_OK(module.status());
-  passes::PassManager pm;
-  REQUIRE_OK(pm.AddPipeline("validate,infer-shape"));
-  passes::PassContext ctx{ops::GlobalOpRegistry()};
-  REQUIRE_OK(pm.Run(**module, ctx));
   return std::move(module).value();
 }
 
 TEST_CASE("feed and fetch move tensors through the holders, any dtype, any batch") {
-  auto module = CompileText(kFeedFetchProgram);
+  auto module = Compile(kFeedFetchProgram);
   auto exec = runtime::Executor::Create(Place::CPU(), {.num_threads = 1});
   REQUIRE_OK(exec.status());
   runtime::Scope scope;
@@ -68,7 +65,7 @@ TEST_CASE("feed and fetch move tensors through the holders, any dtype, any batch
 }
 
 TEST_CASE("feed keeps a tensor the driver wrote into its output") {
-  auto module = CompileText(kFeedFetchProgram);
+  auto module = Compile(kFeedFetchProgram);
   auto exec = runtime::Executor::Create(Place::CPU(), {.num_threads = 1});
   REQUIRE_OK(exec.status());
   runtime::Scope scope;

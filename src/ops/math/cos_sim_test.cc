@@ -97,18 +97,18 @@ TEST_CASE("cos_sim gradients match central differences, broadcast Y included") {
 
 TEST_CASE("cos_sim and its broadcast gradient on two threads") {
   Tensor x = RandomTensor(DType::kFloat32, {300, 513}, 9), y = RandomTensor(DType::kFloat32, {1, 513}, 10);
-  auto out = math_test::RunThreaded("cos_sim", {{"X", x}, {"Y", y}}, {}, {"Out", "XNorm", "YNorm"});
+  auto out = RunOpNamedBySlot("cos_sim", {{"X", x}, {"Y", y}}, {}, {"Out", "XNorm", "YNorm"}, {.threads = 2});
   CosRef r = RefCosSim(x, y);
   ExpectClose(out.at("Out"), FromDoubles<float>({300, 1}, r.out), {1e-6, 1e-5}, "Out");
   Tensor dout = RandomTensor(DType::kFloat32, {300, 1}, 11);
-  auto g = math_test::RunThreaded("cos_sim_grad",
+  auto g = RunOpNamedBySlot("cos_sim_grad",
                                   {{"X", x},
                                    {"Y", y},
                                    {"Out", out.at("Out")},
                                    {"XNorm", out.at("XNorm")},
                                    {"YNorm", out.at("YNorm")},
                                    {"Out@GRAD", dout}},
-                                  {}, {"X@GRAD", "Y@GRAD"});
+                                  {}, {"X@GRAD", "Y@GRAD"}, {.threads = 2});
   // dY = sum_i g_i (x_i / (|x_i| |y|) - z_i y / |y|^2), in double.
   std::vector<double> xv = ToDoubles(x), yv = ToDoubles(y), d = ToDoubles(dout), dy(513, 0.0);
   for (int i = 0; i < 300; ++i)

@@ -258,13 +258,13 @@ TEST_CASE("elementwise kernels on two threads match the references") {
     Tensor x = RandomTensor(DType::kFloat32, c.x, 21), y = RandomTensor(DType::kFloat32, c.y, 22, 0.5, 2);
     std::vector<ops::pb::OpDesc::Attr> attrs;
     if (c.axis != -1) attrs.push_back(ops::MakeAttr("axis", c.axis));
-    auto fwd = math_test::RunThreaded("elementwise_mul", {{"X", x}, {"Y", y}}, attrs, {"Out"});
+    auto fwd = RunOpNamedBySlot("elementwise_mul", {{"X", x}, {"Y", y}}, attrs, {"Out"}, {.threads = 2});
     auto ref = BinaryRef(ToDoubles(x), c.xa, ToDoubles(y), c.ya, c.out, [](double a, double b) { return a * b; });
     ExpectClose(fwd.at("Out"), FromDoubles<float>(c.out, ref), {1e-6, 1e-6}, "elementwise_mul forward");
 
     Tensor dout = RandomTensor(DType::kFloat32, c.out, 23);
-    auto grad = math_test::RunThreaded("elementwise_mul_grad", {{"X", x}, {"Y", y}, {"Out@GRAD", dout}}, attrs,
-                                       {"X@GRAD", "Y@GRAD"});
+    auto grad = RunOpNamedBySlot("elementwise_mul_grad", {{"X", x}, {"Y", y}, {"Out@GRAD", dout}}, attrs,
+                                       {"X@GRAD", "Y@GRAD"}, {.threads = 2});
     auto dxy = BinaryRef(ToDoubles(dout), c.out, ToDoubles(y), c.ya, c.out, [](double a, double b) { return a * b; });
     auto dyx = BinaryRef(ToDoubles(dout), c.out, ToDoubles(x), c.xa, c.out, [](double a, double b) { return a * b; });
     ExpectClose(grad.at("X@GRAD"), FromDoubles<float>(c.x, SumTo(dxy, c.out, c.xa)), {1e-5, 1e-5}, "X@GRAD");

@@ -163,7 +163,7 @@ TEST_CASE("sum skips @EMPTY@ entries and may write one of its inputs") {
     op.set_type("sum");
     ops::AddInput(op, "X", {"a", std::string(ir::kEmptyVarName), "b", "c"});
     ops::AddOutput(op, "Out", {"b"});  // in place, as gradient accumulation does
-    auto out = math_test::RunOp(op, {{"a", a}, {"b", b}, {"c", c}}, {"b"}, threads);
+    auto out = RunOp(op, {{"a", a}, {"b", b}, {"c", c}}, {"b"}, {.threads = threads});
     ExpectClose(out.at("b"), FromDoubles<float>({700, 100}, ref), {1e-6, 1e-6}, "sum in place");
   }
 }

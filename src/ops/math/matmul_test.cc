@@ -263,14 +263,14 @@ TEST_CASE("matmul_v2 and its gradient in float32 on two threads") {
   // A batch-broadcast product big enough for oneDNN to thread, and its gradient's batch reduction.
   Tensor x = RandomTensor(DType::kFloat32, {3, 64, 200}, 21), y = RandomTensor(DType::kFloat32, {1, 200, 96}, 22);
   Tensor yb = RandomTensor(DType::kFloat32, {3, 200, 96}, 23);
-  auto out = math_test::RunThreaded("matmul_v2", {{"X", x}, {"Y", y}}, {}, {"Out"});
+  auto out = RunOpNamedBySlot("matmul_v2", {{"X", x}, {"Y", y}}, {}, {"Out"}, {.threads = 2});
   ExpectClose(out.at("Out"), FromDoubles<float>({3, 64, 96}, RefMatmul(x, y, false, false, {3, 64, 96})),
               {200 * 2e-7, 1e-5}, "matmul_v2 [3,64,200] x [1,200,96]");
 
   Tensor x1 = RandomTensor(DType::kFloat32, {64, 200}, 24);
   Tensor dout = RandomTensor(DType::kFloat32, {3, 64, 96}, 25);
   auto g =
-      math_test::RunThreaded("matmul_v2_grad", {{"X", x1}, {"Y", yb}, {"Out@GRAD", dout}}, {}, {"X@GRAD", "Y@GRAD"});
+      RunOpNamedBySlot("matmul_v2_grad", {{"X", x1}, {"Y", yb}, {"Out@GRAD", dout}}, {}, {"X@GRAD", "Y@GRAD"}, {.threads = 2});
   // X@GRAD = sum_b dOut[b] Y[b]^T (3 * 96 terms); Y@GRAD[b] = X^T dOut[b] (64 terms).
   std::vector<double> ref_dx(64 * 200, 0.0), ref_dy(3 * 200 * 96, 0.0);
   const std::vector<double> d = ToDoubles(dout), w = ToDoubles(yb), xv = ToDoubles(x1);

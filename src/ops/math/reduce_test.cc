@@ -153,7 +153,7 @@ TEST_CASE("long float32 sums stay accurate") {
   m.Input("X", x).Output("Out");
   REQUIRE_OK(m.Run());
   m.ExpectOutput("Out", MakeTensor<float>({}, {v}), {0, 2e-5});
-  auto threaded = math_test::RunThreaded("mean", {{"X", x}}, {}, {"Out"});
+  auto threaded = RunOpNamedBySlot("mean", {{"X", x}}, {}, {"Out"}, {.threads = 2});
   ExpectClose(threaded.at("Out"), MakeTensor<float>({}, {v}), {0, 2e-5}, "mean on two threads");
 
   OpTest s("reduce_sum");
@@ -195,13 +195,13 @@ TEST_CASE("reductions on two threads match the references") {
   for (const Big& c : cases) {
     CAPTURE(c.x.ToString());
     Tensor x = RandomTensor(DType::kFloat32, c.x, 9);
-    auto out = math_test::RunThreaded("reduce_sum", {{"X", x}}, {ops::MakeAttr("dim", c.dim)}, {"Out"});
+    auto out = RunOpNamedBySlot("reduce_sum", {{"X", x}}, {ops::MakeAttr("dim", c.dim)}, {"Out"}, {.threads = 2});
     const double count = static_cast<double>(c.x.Numel() / c.kept.Numel());
     ExpectClose(out.at("Out"), FromDoubles<float>(c.out, SumTo(ToDoubles(x), c.x, c.kept)), {count * 2e-7, 1e-6},
                 "reduce_sum");
     Tensor dout = RandomTensor(DType::kFloat32, c.out, 10);
-    auto g = math_test::RunThreaded("reduce_mean_grad", {{"X", x}, {"Out@GRAD", dout}}, {ops::MakeAttr("dim", c.dim)},
-                                    {"X@GRAD"});
+    auto g = RunOpNamedBySlot("reduce_mean_grad", {{"X", x}, {"Out@GRAD", dout}}, {ops::MakeAttr("dim", c.dim)},
+                                    {"X@GRAD"}, {.threads = 2});
     std::vector<double> d = ToDoubles(dout), ref(c.x.Numel());
     for (int64_t i = 0; i < c.x.Numel(); ++i) ref[i] = d[math_test::Ravel(math_test::Unravel(i, c.x), c.kept)] / count;
     ExpectClose(g.at("X@GRAD"), FromDoubles<float>(c.x, ref), {1e-7, 1e-6}, "reduce_mean_grad");

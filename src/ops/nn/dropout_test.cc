@@ -2,7 +2,7 @@
 // handling, reproducibility across runs, steps and thread counts, and gradient checks.
 #include <cmath>
 
-#include "nn/nn_test_util.h"
+#include "testing/program_runner.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {
@@ -111,7 +111,7 @@ std::vector<uint8_t> RunSteps(const Tensor& x, std::vector<ops::pb::OpDesc::Attr
     feeds["seed"] = *seed_tensor;
   }
   StepRunner run("dropout", inputs, {{"Out", "out"}, {"Mask", "mask"}}, std::move(attrs));
-  REQUIRE_OK(run.Start(feeds, threads, seed));
+  REQUIRE_OK(run.Start(feeds, {.threads = threads, .seed = seed}));
   return Masks(run, steps);
 }
 

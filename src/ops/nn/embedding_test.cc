@@ -1,7 +1,7 @@
 // lookup_table_v2 / lookup_table_v2_grad against a gather and a scatter-add written here.
 #include <random>
 
-#include "nn/nn_test_util.h"
+#include "testing/program_runner.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {
@@ -107,7 +107,7 @@ TEST_CASE("lookup_table_v2_grad is deterministic across thread counts") {
   std::vector<Tensor> results;
   for (int threads : {1, 2}) {
     StepRunner run("lookup_table_v2_grad", {{"W", "w"}, {"Ids", "ids"}, {"Out@GRAD", "dout"}}, {{"W@GRAD", "dw"}});
-    REQUIRE_OK(run.Start({{"w", w}, {"ids", MakeTensor<int64_t>({n}, ids)}, {"dout", dout}}, threads));
+    REQUIRE_OK(run.Start({{"w", w}, {"ids", MakeTensor<int64_t>({n}, ids)}, {"dout", dout}}, {.threads = threads}));
     REQUIRE_OK(run.Step());
     results.push_back(run.Get("dw"));
   }

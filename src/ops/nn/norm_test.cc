@@ -2,7 +2,7 @@
 // statistics updated in place over steps, shape errors and gradient checks.
 #include <cmath>
 
-#include "nn/nn_test_util.h"
+#include "testing/program_runner.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {

@@ -1,5 +1,5 @@
 // concat, concat_grad and split against naive references, with shape inference, errors and gradients.
-#include "tensor/tensor_test_util.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {
@@ -138,7 +138,7 @@ TEST_CASE("concat gradient slices Out@GRAD, skipping @EMPTY@ entries") {
   CHECK(grads[0].type() == "concat_grad");
   CHECK(SlotArgs(grads[0], "X@GRAD", false) == std::vector<std::string>{"a@GRAD", "@EMPTY@", "c@GRAD"});
 
-  auto module = CompileProgramText(R"txt(
+  auto module = CompileText(R"txt(
 main_program { blocks { idx: 0 parent_idx: -1
   vars { name: "a" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP64 dims: 2 dims: 3 } } } }
   vars { name: "b" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP64 dims: 2 dims: 2 } } } }
@@ -282,7 +282,7 @@ TEST_CASE("concat and split give the same bits on 1 and 2 threads") {
     Tensor a = RandomTensor(DType::kFloat32, {300, 1000}, 16), b = RandomTensor(DType::kFloat32, {300, 7}, 17);
     if (axis == 0) b = RandomTensor(DType::kFloat32, {5, 1000}, 17);
     auto module =
-        CompileProgramText(fmt::format(R"txt(
+        CompileText(fmt::format(R"txt(
 main_program {{ blocks {{ idx: 0 parent_idx: -1
   vars {{ name: "a" type {{ type: LOD_TENSOR lod_tensor {{ tensor {{ data_type: FP32 dims: {} dims: {} }} }} }} }}
   vars {{ name: "b" type {{ type: LOD_TENSOR lod_tensor {{ tensor {{ data_type: FP32 dims: {} dims: {} }} }} }} }}
@@ -294,7 +294,7 @@ main_program {{ blocks {{ idx: 0 parent_idx: -1
 }} }})txt",
                                        a.dims()[0], a.dims()[1], b.dims()[0], b.dims()[1], axis, axis, a.dims()[axis]));
     REQUIRE_OK(module.status());
-    auto two = RunModule(**module, {{"a", a}, {"b", b}}, {"y", "a2", "b2"}, 2);
+    auto two = RunModule(**module, {{"a", a}, {"b", b}}, {"y", "a2", "b2"}, {.threads = 2});
     REQUIRE_OK(two.status());
     ExpectClose(two->at("y"), RefConcat({a, b}, axis), {0, 0}, "concat on 2 threads");
     ExpectClose(two->at("a2"), a, {0, 0}, "split part 0 on 2 threads");

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <limits>
 
-#include "tensor/tensor_test_util.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {

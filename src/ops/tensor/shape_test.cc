@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "tensor/tensor_test_util.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {
@@ -320,19 +320,19 @@ TEST_CASE("transpose2 and reshape2 give the same bits on 1 and 2 threads") {
         if (ch >= '0' && ch <= '9') s += fmt::format(" ints: {}", ch - '0');
       return s;
     }());
-    auto module = CompileProgramText(OneOpProgram("transpose2", x.dims(), attrs));
+    auto module = CompileText(OneOpProgram("transpose2", x.dims(), attrs));
     REQUIRE_OK(module.status());
-    auto one = RunModule(**module, {{"x", x}}, {"out"}, 1);
-    auto two = RunModule(**module, {{"x", x}}, {"out"}, 2);
+    auto one = RunModule(**module, {{"x", x}}, {"out"}, {.threads = 1});
+    auto two = RunModule(**module, {{"x", x}}, {"out"}, {.threads = 2});
     REQUIRE_OK(one.status());
     REQUIRE_OK(two.status());
     ExpectClose(two->at("out"), one->at("out"), {0, 0}, "2 threads vs 1");
   }
   std::vector<int> perm = {0, 2, 3, 1};
-  auto module = CompileProgramText(
+  auto module = CompileText(
       OneOpProgram("transpose2", x.dims(), "attrs { name: \"axis\" type: INTS ints: 0 ints: 2 ints: 3 ints: 1 }"));
   REQUIRE_OK(module.status());
-  auto two = RunModule(**module, {{"x", x}}, {"out"}, 2);
+  auto two = RunModule(**module, {{"x", x}}, {"out"}, {.threads = 2});
   REQUIRE_OK(two.status());
   ExpectClose(two->at("out"), RefTranspose(x, perm), {0, 0}, "2 threads vs reference");
 }

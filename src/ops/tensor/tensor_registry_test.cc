@@ -1,6 +1,6 @@
 // Registration completeness of the tensor and random families: docs, slot and attribute comments,
 // shape functions, float32 CPU kernels, gradient decisions, and a consistent registry.
-#include "tensor/tensor_test_util.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {

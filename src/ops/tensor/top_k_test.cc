@@ -3,7 +3,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "tensor/tensor_test_util.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {
@@ -166,7 +166,7 @@ TEST_CASE("top_k_v2 gradient scatters Out@GRAD into zeros") {
 
 TEST_CASE("top_k_v2 on 2 threads matches the reference") {
   Tensor x = RandomTensor(DType::kFloat32, {2000, 100}, 34);
-  auto module = CompileProgramText(R"txt(
+  auto module = CompileText(R"txt(
 main_program { blocks { idx: 0 parent_idx: -1
   vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2000 dims: 100 } } } }
   ops { type: "top_k_v2" inputs { parameter: "X" arguments: "x" }
@@ -174,7 +174,7 @@ main_program { blocks { idx: 0 parent_idx: -1
         attrs { name: "k" type: INT i: 5 } }
 } })txt");
   REQUIRE_OK(module.status());
-  auto out = RunModule(**module, {{"x", x}}, {"v", "i"}, 2);
+  auto out = RunModule(**module, {{"x", x}}, {"v", "i"}, {.threads = 2});
   REQUIRE_OK(out.status());
   TopK ref = RefTopK(x, 5, -1, true, true);
   ExpectClose(out->at("v"), ref.values, {0, 0}, "values");
