@@ -37,6 +37,25 @@ echo "== training step (forward + backward + adam)"
 for cfg in configs/mlp.pbtxt configs/lenet.pbtxt; do
   for bs in 64 512; do "$B" train "$cfg" --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
 done
+for bs in 64 512; do "$B" resnet --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done | tee "$TMP/paddlec_train.txt"
+
+if [ "$DEVICE" != cpu ]; then
+  echo "== PyTorch, same models and steps (when python3 has torch)"
+  if python3 scripts/bench_torch.py --device cuda --min-time "$MIN_TIME" > "$TMP/torch.txt"; then
+    cat "$TMP/torch.txt"
+    echo "== ratio (paddlec time / PyTorch time; below 1 means paddlec is faster)"
+    for cfg in mlp.pbtxt lenet.pbtxt resnet; do
+      for bs in 64 512; do
+        p=$("$B" $([ "$cfg" = resnet ] && echo resnet || echo "train configs/$cfg") --batch "$bs" --device "$DEVICE" \
+             --min-time "$MIN_TIME" | awk '{print $(NF-3)}')
+        t=$(grep -E "torch-train $cfg +batch=$bs " "$TMP/torch.txt" | awk '{print $(NF-3)}')
+        awk -v p="$p" -v t="$t" -v c="$cfg" -v b="$bs" 'BEGIN { printf "%-12s batch=%-4s paddlec %8.3f ms  torch %8.3f ms  ratio %.2f\n", c, b, p, t, p / t }'
+      done
+    done
+  else
+    echo "(no torch on this machine: no comparison)"
+  fi
+fi
 
 if [ "$DEVICE" = cpu ]; then
   echo "== compile of a synthetic 10,000-op program (end to end, hyperfine)"
