@@ -41,8 +41,7 @@ cudaError_t FoldBatchNorm(const T* filter, const T* scale, const T* bias, const 
 }
 
 template <class T>
-cudaError_t BiasActivation(T* y, const T* bias, int64_t n, int64_t channels, int64_t plane, bool relu,
-                           cudaStream_t s) {
+cudaError_t BiasActivation(T* y, const T* bias, int64_t n, int64_t channels, int64_t plane, bool relu, cudaStream_t s) {
   if (relu)
     return ForEach(s, n * channels * plane, [=] __device__(int64_t i) {
       T v = y[i] + bias[(i / plane) % channels];
@@ -51,13 +50,13 @@ cudaError_t BiasActivation(T* y, const T* bias, int64_t n, int64_t channels, int
   return ForEach(s, n * channels * plane, [=] __device__(int64_t i) { y[i] += bias[(i / plane) % channels]; });
 }
 
-#define PC_INSTANTIATE(T)                                                                                          \
-  template cudaError_t PadPlanes<T>(const T*, T*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,  \
-                                    cudaStream_t);                                                                \
-  template cudaError_t CropPlanes<T>(const T*, T*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, \
-                                     cudaStream_t);                                                               \
-  template cudaError_t FoldBatchNorm<T>(const T*, const T*, const T*, const T*, const T*, double, int64_t,        \
-                                        int64_t, T*, T*, cudaStream_t);                                           \
+#define PC_INSTANTIATE(T)                                                                                           \
+  template cudaError_t PadPlanes<T>(const T*, T*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,    \
+                                    cudaStream_t);                                                                  \
+  template cudaError_t CropPlanes<T>(const T*, T*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,   \
+                                     cudaStream_t);                                                                 \
+  template cudaError_t FoldBatchNorm<T>(const T*, const T*, const T*, const T*, const T*, double, int64_t, int64_t, \
+                                        T*, T*, cudaStream_t);                                                      \
   template cudaError_t BiasActivation<T>(T*, const T*, int64_t, int64_t, int64_t, bool, cudaStream_t);
 PC_INSTANTIATE(float)
 PC_INSTANTIATE(double)

@@ -109,8 +109,7 @@ StatusOr<std::optional<Choice>> PickAlgorithm(const std::vector<Perf>& perf, boo
   for (bool deterministic_only : {true, false})
     for (const Perf& p : perf) {
       if (p.status != CUDNN_STATUS_SUCCESS) continue;
-      if (fp32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
-        continue;
+      if (fp32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
       if (deterministic_only && p.determinism != CUDNN_DETERMINISTIC) continue;
       cudnnMathType_t math = fp32 ? CUDNN_FMA_MATH : p.mathType;
       PC_ASSIGN_OR_RETURN(std::optional<size_t> ws, workspace(p, math));
@@ -142,14 +141,14 @@ class CudnnConv {
     hp_ = padded_ ? w.in[0] + w.pad[0] + w.pad[1] : w.in[0];
     wp_ = padded_ ? w.in[1] + w.pad[2] + w.pad[3] : w.in[1];
     const int64_t pad_h = padded_ ? 0 : w.pad[0], pad_w = padded_ ? 0 : w.pad[2];
-    std::vector<int64_t> key = {g.n,         g.c,         g.o,         g.groups,      hp_,           wp_,
-                                w.kernel[0], w.kernel[1], w.stride[0], w.stride[1],   w.dilation[0], w.dilation[1],
-                                w.pad[0],    w.pad[1],    w.pad[2],    w.pad[3],      w.out[0],      w.out[1]};
+    std::vector<int64_t> key = {g.n,         g.c,         g.o,         g.groups,    hp_,           wp_,
+                                w.kernel[0], w.kernel[1], w.stride[0], w.stride[1], w.dilation[0], w.dilation[1],
+                                w.pad[0],    w.pad[1],    w.pad[2],    w.pad[3],    w.out[0],      w.out[1]};
     if (key == key_) return Status::OK();
     for (int64_t v : key)
       if (v > INT_MAX)
-        return MakeError(ErrorCode::kUnimplemented,
-                         "conv2d on the GPU: a size of {} exceeds cuDNN's 32-bit dimensions", v);
+        return MakeError(ErrorCode::kUnimplemented, "conv2d on the GPU: a size of {} exceeds cuDNN's 32-bit dimensions",
+                         v);
     g_ = g;
     if (!x_desc_) {
       PC_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&x_desc_));
@@ -158,17 +157,16 @@ class CudnnConv {
       PC_CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&conv_desc_));
     }
     auto i32 = [](int64_t v) { return static_cast<int>(v); };
-    PC_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, kCudnnType<T>, i32(g.n), i32(g.c),
-                                                        i32(hp_), i32(wp_)));
+    PC_CUDNN_RETURN_IF_ERROR(
+        cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, kCudnnType<T>, i32(g.n), i32(g.c), i32(hp_), i32(wp_)));
     PC_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, kCudnnType<T>, i32(g.n), i32(g.o),
                                                         i32(w.out[0]), i32(w.out[1])));
     // Filter [O, C / groups, KH, KW], as cuDNN's grouped filters are laid out.
     PC_CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(w_desc_, kCudnnType<T>, CUDNN_TENSOR_NCHW, i32(g.o),
                                                         i32(g.c / g.groups), i32(w.kernel[0]), i32(w.kernel[1])));
     PC_CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(conv_desc_, i32(pad_h), i32(pad_w), i32(w.stride[0]),
-                                                             i32(w.stride[1]), i32(w.dilation[0]),
-                                                             i32(w.dilation[1]), CUDNN_CROSS_CORRELATION,
-                                                             kCudnnType<T>));
+                                                             i32(w.stride[1]), i32(w.dilation[0]), i32(w.dilation[1]),
+                                                             CUDNN_CROSS_CORRELATION, kCudnnType<T>));
     PC_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(conv_desc_, i32(g.groups)));
     // Asked before every algorithm query: FMA only for float32 (no TF32), anything for float64.
     PC_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_desc_, kFp32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
@@ -188,9 +186,9 @@ class CudnnConv {
   StatusOr<const T*> Input(CudaContext& cc, const T* x) {
     if (!padded_) return x;
     PC_ASSIGN_OR_RETURN(T * xp, xp_.Get<T>(cc, g_.n * g_.c * hp_ * wp_));
-    PC_RETURN_IF_ERROR(cuda::Launched(cuda::PadPlanes<T>(x, xp, g_.n * g_.c, g_.w.in[0], g_.w.in[1], hp_, wp_,
-                                                         g_.w.pad[0], g_.w.pad[2], cc.stream()),
-                                      "conv2d padding"));
+    PC_RETURN_IF_ERROR(cuda::Launched(
+        cuda::PadPlanes<T>(x, xp, g_.n * g_.c, g_.w.in[0], g_.w.in[1], hp_, wp_, g_.w.pad[0], g_.w.pad[2], cc.stream()),
+        "conv2d padding"));
     return static_cast<const T*>(xp);
   }
 
@@ -439,11 +437,11 @@ class FusedConvKernel final : public OpKernel {
     const int64_t per_out = f.numel() / g.o;
     PC_ASSIGN_OR_RETURN(T * folded, folded_.Get<T>(cc, f.numel() + g.o));
     T* bias = folded + f.numel();
-    PC_RETURN_IF_ERROR(cuda::Launched(
-        cuda::FoldBatchNorm<T>(f.data<T>(), ctx.In(kFScale).data<T>(), ctx.In(kFBias).data<T>(),
-                               ctx.In(kFMean).data<T>(), ctx.In(kFVariance).data<T>(), epsilon_, g.o, per_out, folded,
-                               bias, cc.stream()),
-        "fused_conv2d_bn_act fold"));
+    PC_RETURN_IF_ERROR(
+        cuda::Launched(cuda::FoldBatchNorm<T>(f.data<T>(), ctx.In(kFScale).data<T>(), ctx.In(kFBias).data<T>(),
+                                              ctx.In(kFMean).data<T>(), ctx.In(kFVariance).data<T>(), epsilon_, g.o,
+                                              per_out, folded, bias, cc.stream()),
+                       "fused_conv2d_bn_act fold"));
     PC_ASSIGN_OR_RETURN(const T* xin, conv_.Input(cc, x.data<T>()));
     PC_RETURN_IF_ERROR(conv_.Forward(cc, xin, folded, out.data<T>()));
     return cuda::Launched(

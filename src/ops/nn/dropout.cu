@@ -13,7 +13,7 @@ cudaError_t DropoutTrain(const T* x, T* y, uint8_t* mask, int64_t n, uint64_t se
   return ForEach(s, (n + 3) / 4, [=] __device__(int64_t blk) {
     // The Seed input is read here, on the device, so the host never waits for it; dropout.cc casts
     // it int32 -> int64 -> uint64 the same way.
-    uint64_t key = seed_i64 ? static_cast<uint64_t>(*seed_i64)
+    uint64_t key = seed_i64   ? static_cast<uint64_t>(*seed_i64)
                    : seed_i32 ? static_cast<uint64_t>(static_cast<int64_t>(*seed_i32))
                               : seed;
     const unsigned keep = nn::DropoutKeepBits(Philox(key), step, blk, p);
@@ -40,10 +40,10 @@ cudaError_t DropoutBackward(const uint8_t* mask, const T* dy, T* dx, int64_t n, 
   return ForEach(s, n, [=] __device__(int64_t i) { dx[i] = mask[i] ? dy[i] * sc : T(0); });
 }
 
-#define PC_INSTANTIATE(T)                                                                                        \
+#define PC_INSTANTIATE(T)                                                                                         \
   template cudaError_t DropoutTrain<T>(const T*, T*, uint8_t*, int64_t, uint64_t, const int32_t*, const int64_t*, \
-                                       uint64_t, float, double, cudaStream_t);                                   \
-  template cudaError_t Scale<T>(const T*, T*, int64_t, double, cudaStream_t);                                   \
+                                       uint64_t, float, double, cudaStream_t);                                    \
+  template cudaError_t Scale<T>(const T*, T*, int64_t, double, cudaStream_t);                                     \
   template cudaError_t DropoutBackward<T>(const uint8_t*, const T*, T*, int64_t, double, cudaStream_t);
 PC_INSTANTIATE(float)
 PC_INSTANTIATE(double)

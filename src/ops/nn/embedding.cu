@@ -66,11 +66,11 @@ cudaError_t EmbeddingBackward(const I* ids, const T* dout, T* dw, int64_t n, int
   });
 }
 
-#define PC_INSTANTIATE(T, I)                                                                                      \
-  template cudaError_t EmbeddingLookup<T, I>(const T*, const I*, int64_t, int64_t, int64_t, int64_t, T*,         \
-                                             unsigned long long*, cudaStream_t);                                 \
-  template cudaError_t EmbeddingBackward<T, I>(const I*, const T*, T*, int64_t, int64_t, int64_t, int64_t,       \
-                                               uint32_t*, void*, size_t, cudaStream_t);
+#define PC_INSTANTIATE(T, I)                                                                                          \
+  template cudaError_t EmbeddingLookup<T, I>(const T*, const I*, int64_t, int64_t, int64_t, int64_t, T*,              \
+                                             unsigned long long*, cudaStream_t);                                      \
+  template cudaError_t EmbeddingBackward<T, I>(const I*, const T*, T*, int64_t, int64_t, int64_t, int64_t, uint32_t*, \
+                                               void*, size_t, cudaStream_t);
 PC_INSTANTIATE(float, int32_t)
 PC_INSTANTIATE(float, int64_t)
 PC_INSTANTIATE(double, int32_t)

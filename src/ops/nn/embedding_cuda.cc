@@ -60,8 +60,8 @@ class EmbeddingKernel final : public OpKernel {
                                                             padding_idx_, out, bad_pos, cc.stream());
     PC_RETURN_IF_ERROR(cuda::Launched(e, "lookup_table_v2"));
     // The synchronization the error semantics force (see the file comment).
-    PC_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_bad_pos_, bad_pos, sizeof(unsigned long long), cudaMemcpyDeviceToHost,
-                                            cc.stream()));
+    PC_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(host_bad_pos_, bad_pos, sizeof(unsigned long long), cudaMemcpyDeviceToHost, cc.stream()));
     PC_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(cc.stream()));
     if (*host_bad_pos_ == kNoBadPosition) return Status::OK();
     return BadId(cc, ids, static_cast<int64_t>(*host_bad_pos_), w.dims());
@@ -83,12 +83,12 @@ class EmbeddingKernel final : public OpKernel {
       PC_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(cc.stream()));
     }
     return MakeError(ErrorCode::kRuntime,
-                     "Ids holds {} at position {}, outside the vocabulary of W {}: ids must be in [0, {})", id, pos, w.ToString(),
-                     w[0]);
+                     "Ids holds {} at position {}, outside the vocabulary of W {}: ids must be in [0, {})", id, pos,
+                     w.ToString(), w[0]);
   }
 
   int64_t padding_idx_;
-  DeviceScratch bad_pos_;                        // smallest bad position, ~0 when none
+  DeviceScratch bad_pos_;                       // smallest bad position, ~0 when none
   unsigned long long* host_bad_pos_ = nullptr;  // pinned, so the copy back is one small DMA
 };
 
@@ -114,13 +114,12 @@ class EmbeddingGradKernel final : public OpKernel {
     PC_ASSIGN_OR_RETURN(uint32_t * keys_pos, keys_pos_.Get<uint32_t>(cc, 4 * n));
     PC_ASSIGN_OR_RETURN(void* sort_scratch, sort_.Get(cc, sort_bytes));
     const T* dout = ctx.In(kDOut).data<T>();
-    cudaError_t e = ids.dtype() == DType::kInt32
-                        ? cuda::EmbeddingBackward<T, int32_t>(ids.data<int32_t>(), dout, dw->data<T>(), n, vocab, dim,
-                                                              padding_idx_, keys_pos, sort_scratch, sort_bytes,
-                                                              cc.stream())
-                        : cuda::EmbeddingBackward<T, int64_t>(ids.data<int64_t>(), dout, dw->data<T>(), n, vocab, dim,
-                                                              padding_idx_, keys_pos, sort_scratch, sort_bytes,
-                                                              cc.stream());
+    cudaError_t e =
+        ids.dtype() == DType::kInt32
+            ? cuda::EmbeddingBackward<T, int32_t>(ids.data<int32_t>(), dout, dw->data<T>(), n, vocab, dim, padding_idx_,
+                                                  keys_pos, sort_scratch, sort_bytes, cc.stream())
+            : cuda::EmbeddingBackward<T, int64_t>(ids.data<int64_t>(), dout, dw->data<T>(), n, vocab, dim, padding_idx_,
+                                                  keys_pos, sort_scratch, sort_bytes, cc.stream());
     return cuda::Launched(e, "lookup_table_v2_grad");
   }
 

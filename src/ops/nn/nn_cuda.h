@@ -29,8 +29,7 @@ cudaError_t FoldBatchNorm(const T* filter, const T* scale, const T* bias, const 
                           int64_t o, int64_t per_out, T* filter_out, T* bias_out, cudaStream_t s);
 /// y[n, o, :] = act(y[n, o, :] + bias[o]) in place over [n, channels, plane]; act = relu or identity.
 template <class T>
-cudaError_t BiasActivation(T* y, const T* bias, int64_t n, int64_t channels, int64_t plane, bool relu,
-                           cudaStream_t s);
+cudaError_t BiasActivation(T* y, const T* bias, int64_t n, int64_t channels, int64_t plane, bool relu, cudaStream_t s);
 
 // ---- pool.cu -------------------------------------------------------------------------------
 
@@ -68,16 +67,15 @@ int64_t BatchNormPartialsSize(const ChannelView& v);
 /// overrides `momentum` when not null. `ab` holds 2 * channels scratch, `partials`
 /// BatchNormPartialsSize.
 template <class T>
-cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean,
-                           const T* var, T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps,
-                           double momentum, const void* momentum_ptr, bool momentum_is_double, T* ab, T* partials,
-                           cudaStream_t s);
+cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean, const T* var,
+                           T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps, double momentum,
+                           const void* momentum_ptr, bool momentum_is_double, T* ab, T* partials, cudaStream_t s);
 /// Test-mode batch_norm: normalizes with the running statistics, copies them to mean_out / var_out
 /// (when they are other buffers), saved_mean = mean, saved_inv_std = 1 / sqrt(var + eps).
 template <class T>
-cudaError_t BatchNormInfer(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean,
-                           const T* var, T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps,
-                           T* ab, cudaStream_t s);
+cudaError_t BatchNormInfer(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean, const T* var,
+                           T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps, T* ab,
+                           cudaStream_t s);
 /// batch_norm_grad. dx, dscale, dbias may be null. `global_stats`: the statistics were constants.
 /// `scratch` holds 2 * channels, `partials` BatchNormPartialsSize.
 template <class T>

@@ -136,7 +136,8 @@ PoolShape ShapeFor(const PoolCase& c) {
   p.planes = c.x[0] * c.x[1];
   for (int a = 0; a < 2; ++a) {
     int64_t in = c.x[2 + a], k = c.global ? in : c.ksize[a], s = c.strides[a];
-    int64_t pb = (c.global || c.adaptive) ? 0 : c.paddings[2 * a], pa = (c.global || c.adaptive) ? 0 : c.paddings[2 * a + 1];
+    int64_t pb = (c.global || c.adaptive) ? 0 : c.paddings[2 * a],
+            pa = (c.global || c.adaptive) ? 0 : c.paddings[2 * a + 1];
     int64_t out = c.adaptive ? c.ksize[a] : c.global ? 1 : SlidingOut(in, k, s, pb, pa, c.ceil_mode);
     p.axis[a] = {in, out, k, s, pb};
   }
@@ -177,8 +178,10 @@ void CheckPoolCase(const PoolCase& c, DType dt) {
   std::vector<T> dyv = ToVector<T>(dy), dxv = ToVector<T>(bwd.Get("dx")), dx(xv.size());
   if (c.max) {
     std::vector<int32_t> arg(yv.size());
-    for (int64_t q = 0; q < static_cast<int64_t>(yv.size()); ++q) arg[q] = ops::nn::PoolArgMaxAt(p, xv.data(), yv.data(), q);
-    for (int64_t i = 0; i < static_cast<int64_t>(dx.size()); ++i) dx[i] = ops::nn::PoolMaxGradAt(p, arg.data(), dyv.data(), i);
+    for (int64_t q = 0; q < static_cast<int64_t>(yv.size()); ++q)
+      arg[q] = ops::nn::PoolArgMaxAt(p, xv.data(), yv.data(), q);
+    for (int64_t i = 0; i < static_cast<int64_t>(dx.size()); ++i)
+      dx[i] = ops::nn::PoolMaxGradAt(p, arg.data(), dyv.data(), i);
   } else {
     for (int64_t i = 0; i < static_cast<int64_t>(dx.size()); ++i) dx[i] = ops::nn::PoolAvgGradAt(p, dyv.data(), i);
   }
@@ -272,11 +275,11 @@ TEST_CASE("EmbeddingKey and KeyBits") {
   CHECK(ops::nn::EmbeddingKey(-1, 10, -1) == 10u);  // -1 is "no padding", and out of range
   CHECK(ops::nn::EmbeddingKey(10, 10, -1) == 10u);
   CHECK(ops::nn::EmbeddingKey(12, 10, 12) == 10u);
-  for (int64_t vocab : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{255}, int64_t{256}, int64_t{30000},
-                        int64_t{2147483646}}) {
+  for (int64_t vocab :
+       {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{255}, int64_t{256}, int64_t{30000}, int64_t{2147483646}}) {
     int bits = ops::nn::KeyBits(vocab);
     CAPTURE(vocab);
-    CHECK((int64_t{1} << bits) > vocab);                       // every key in [0, vocab] fits
+    CHECK((int64_t{1} << bits) > vocab);                        // every key in [0, vocab] fits
     CHECK((bits == 1 || (int64_t{1} << (bits - 1)) <= vocab));  // and no bit is wasted
   }
 }
@@ -314,8 +317,8 @@ void CheckEmbeddingGradient(DType dt, int64_t padding_idx) {
   Tensor dout = RandomTensor(dt, {n, dim}, 6);
   StepRunner run("lookup_table_v2_grad", {{"W", "w"}, {"Ids", "ids"}, {"Out@GRAD", "dout"}}, {{"W@GRAD", "dw"}},
                  {ops::MakeAttr("padding_idx", padding_idx)});
-  REQUIRE_OK(run.Start(
-      {{"w", RandomTensor(dt, {vocab, dim}, 7)}, {"ids", MakeTensor<int64_t>({n}, ids)}, {"dout", dout}}));
+  REQUIRE_OK(
+      run.Start({{"w", RandomTensor(dt, {vocab, dim}, 7)}, {"ids", MakeTensor<int64_t>({n}, ids)}, {"dout", dout}}));
   REQUIRE_OK(run.Step());
   CHECK(SortedGradient<T>(ids, ToVector<T>(dout), vocab, dim, padding_idx) == ToVector<T>(run.Get("dw")));
 }

@@ -105,8 +105,8 @@ cudaError_t LaunchPartials(const ChannelView& v, F f, T* partials, cudaStream_t 
   nn::ReductionSplit sp = SplitFor(v);
   if (ColumnLayout(v)) {
     int64_t blocks = ColumnTiles(v.channels) * sp.parts;
-    ColumnPartials<T><<<static_cast<unsigned>(blocks), dim3(kColumnTile, kColumnLanes), 0, s>>>(v.outer, v.channels,
-                                                                                                 sp, f, partials);
+    ColumnPartials<T><<<static_cast<unsigned>(blocks), dim3(kColumnTile, kColumnLanes), 0, s>>>(v.outer, v.channels, sp,
+                                                                                                f, partials);
   } else {
     int64_t blocks = v.channels * sp.parts;
     PlanePartials<T><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(v, sp, f, partials);
@@ -145,10 +145,9 @@ int64_t BatchNormPartialsSize(const ChannelView& v) {
 }
 
 template <class T>
-cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean,
-                           const T* var, T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps,
-                           double momentum, const void* momentum_ptr, bool momentum_is_double, T* ab, T* partials,
-                           cudaStream_t s) {
+cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean, const T* var,
+                           T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps, double momentum,
+                           const void* momentum_ptr, bool momentum_is_double, T* ab, T* partials, cudaStream_t s) {
   const int64_t channels = v.channels, inner = v.inner, m = v.per_channel();
   if (channels == 0) return cudaSuccess;
   nn::ReductionSplit sp = SplitFor(v);
@@ -157,11 +156,15 @@ cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, con
   const T tm = static_cast<T>(m), e = static_cast<T>(eps), mom_attr = static_cast<T>(momentum);
 
   // Pass 1: the batch mean.
-  cudaError_t err = LaunchPartials(v, [=] __device__(int64_t i, int64_t) { return Pair<T>{x[i], T(0)}; }, partials, s);
+  cudaError_t err = LaunchPartials(
+      v,
+      [=] __device__(int64_t i, int64_t) {
+        return Pair<T>{x[i], T(0)};
+      },
+      partials, s);
   if (err != cudaSuccess) return err;
-  err = ForEach(s, channels, [=] __device__(int64_t c) {
-    saved_mean[c] = Totals(partials, channels, parts, c).a / tm;
-  });
+  err =
+      ForEach(s, channels, [=] __device__(int64_t c) { saved_mean[c] = Totals(partials, channels, parts, c).a / tm; });
   if (err != cudaSuccess) return err;
   // Pass 2: the sum of squared deviations from it.
   err = LaunchPartials(
@@ -193,9 +196,9 @@ cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, con
 }
 
 template <class T>
-cudaError_t BatchNormInfer(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean,
-                           const T* var, T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps,
-                           T* ab, cudaStream_t s) {
+cudaError_t BatchNormInfer(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean, const T* var,
+                           T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps, T* ab,
+                           cudaStream_t s) {
   const int64_t channels = v.channels;
   const T e = static_cast<T>(eps);
   cudaError_t err = ForEach(s, channels, [=] __device__(int64_t c) {
@@ -226,9 +229,13 @@ cudaError_t BatchNormBackward(const ChannelView& v, const T* x, const T* scale, 
   const T* inv_std = saved_inv_std;
   // sum(dY) and sum(dY * (X - mean)) per channel.
   cudaError_t err = LaunchPartials(
-      v, [=] __device__(int64_t i, int64_t c) { return Pair<T>{dy[i], dy[i] * (x[i] - mean[c])}; }, partials, s);
+      v,
+      [=] __device__(int64_t i, int64_t c) {
+        return Pair<T>{dy[i], dy[i] * (x[i] - mean[c])};
+      },
+      partials, s);
   if (err != cudaSuccess) return err;
-  T* sum_dy = scratch;               // = dBias
+  T* sum_dy = scratch;                  // = dBias
   T* sum_dy_xhat = scratch + channels;  // = dScale
   err = ForEach(s, channels, [=] __device__(int64_t c) {
     Pair<T> t = Totals(partials, channels, parts, c);
@@ -337,7 +344,8 @@ cudaError_t LayerNormBackward(const T* x, const T* scale, const T* mean, const T
     // No rows: the column sums are zeros (norm.cc fills them before adding nothing).
     cudaError_t err = cudaSuccess;
     if (dscale && width > 0) err = cudaMemsetAsync(dscale, 0, static_cast<size_t>(width) * sizeof(T), s);
-    if (err == cudaSuccess && dbias && width > 0) err = cudaMemsetAsync(dbias, 0, static_cast<size_t>(width) * sizeof(T), s);
+    if (err == cudaSuccess && dbias && width > 0)
+      err = cudaMemsetAsync(dbias, 0, static_cast<size_t>(width) * sizeof(T), s);
     return err;
   }
   const T e = static_cast<T>(eps);
@@ -372,16 +380,16 @@ cudaError_t LayerNormBackward(const T* x, const T* scale, const T* mean, const T
   return err;
 }
 
-#define PC_INSTANTIATE(T)                                                                                           \
-  template cudaError_t BatchNormTrain<T>(const ChannelView&, const T*, const T*, const T*, const T*, const T*, T*, \
-                                         T*, T*, T*, T*, double, double, const void*, bool, T*, T*, cudaStream_t); \
-  template cudaError_t BatchNormInfer<T>(const ChannelView&, const T*, const T*, const T*, const T*, const T*, T*, \
-                                         T*, T*, T*, T*, double, T*, cudaStream_t);                                \
-  template cudaError_t BatchNormBackward<T>(const ChannelView&, const T*, const T*, const T*, const T*, const T*,  \
-                                            T*, T*, T*, bool, T*, T*, cudaStream_t);                               \
-  template cudaError_t LayerNormForward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double,     \
-                                           cudaStream_t);                                                          \
-  template cudaError_t LayerNormBackward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, \
+#define PC_INSTANTIATE(T)                                                                                              \
+  template cudaError_t BatchNormTrain<T>(const ChannelView&, const T*, const T*, const T*, const T*, const T*, T*, T*, \
+                                         T*, T*, T*, double, double, const void*, bool, T*, T*, cudaStream_t);         \
+  template cudaError_t BatchNormInfer<T>(const ChannelView&, const T*, const T*, const T*, const T*, const T*, T*, T*, \
+                                         T*, T*, T*, double, T*, cudaStream_t);                                        \
+  template cudaError_t BatchNormBackward<T>(const ChannelView&, const T*, const T*, const T*, const T*, const T*, T*,  \
+                                            T*, T*, bool, T*, T*, cudaStream_t);                                       \
+  template cudaError_t LayerNormForward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double,         \
+                                           cudaStream_t);                                                              \
+  template cudaError_t LayerNormBackward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,     \
                                             int64_t, double, T*, cudaStream_t);
 PC_INSTANTIATE(float)
 PC_INSTANTIATE(double)

@@ -97,10 +97,10 @@ class BatchNormKernel final : public OpKernel {
     const void* mom_ptr = mom ? mom->raw_data() : nullptr;
     const bool mom_double = mom && mom->dtype() == DType::kFloat64;
     PC_ASSIGN_OR_RETURN(T * partials, partials_.Get<T>(cc, cuda::BatchNormPartialsSize(v)));
-    return cuda::Launched(cuda::BatchNormTrain<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean,
-                                                  saved_inv_std, attrs_.epsilon, attrs_.momentum, mom_ptr, mom_double,
-                                                  ab, partials, cc.stream()),
-                          "batch_norm (batch statistics)");
+    return cuda::Launched(
+        cuda::BatchNormTrain<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean, saved_inv_std,
+                                attrs_.epsilon, attrs_.momentum, mom_ptr, mom_double, ab, partials, cc.stream()),
+        "batch_norm (batch statistics)");
   }
 
  private:
@@ -186,12 +186,11 @@ Status LayerNormGpu(KernelContext& ctx, const LayerNormAttrs& attrs) {
   const Tensor& xt = ctx.In(kLnX);
   const int64_t rows = xt.dims().Product(0, attrs.begin_norm_axis);
   const int64_t width = xt.numel() / std::max<int64_t>(rows, 1);
-  return cuda::Launched(cuda::LayerNormForward<T>(xt.data<T>(), DataOrNull<T>(ctx.InOpt(kLnScale)),
-                                                  DataOrNull<T>(ctx.InOpt(kLnBias)), ctx.Out(kLnY).data<T>(),
-                                                  DataOrNull<T>(ctx.OutOpt(kLnMean)),
-                                                  DataOrNull<T>(ctx.OutOpt(kLnVariance)), rows, width, attrs.epsilon,
-                                                  cuda::Stream(ctx)),
-                        "layer_norm");
+  return cuda::Launched(
+      cuda::LayerNormForward<T>(xt.data<T>(), DataOrNull<T>(ctx.InOpt(kLnScale)), DataOrNull<T>(ctx.InOpt(kLnBias)),
+                                ctx.Out(kLnY).data<T>(), DataOrNull<T>(ctx.OutOpt(kLnMean)),
+                                DataOrNull<T>(ctx.OutOpt(kLnVariance)), rows, width, attrs.epsilon, cuda::Stream(ctx)),
+      "layer_norm");
 }
 
 template <class T>

@@ -37,9 +37,9 @@ cudaError_t PoolAvgBackward(const PoolShape& p, const T* dy, T* dx, cudaStream_t
                  [=] __device__(int64_t i) { dx[i] = nn::PoolAvgGradAt(p, dy, i); });
 }
 
-#define PC_INSTANTIATE(T)                                                                               \
-  template cudaError_t PoolForward<T>(const PoolShape&, const T*, T*, cudaStream_t);                   \
-  template cudaError_t PoolArgMax<T>(const PoolShape&, const T*, const T*, int32_t*, cudaStream_t);    \
+#define PC_INSTANTIATE(T)                                                                                \
+  template cudaError_t PoolForward<T>(const PoolShape&, const T*, T*, cudaStream_t);                     \
+  template cudaError_t PoolArgMax<T>(const PoolShape&, const T*, const T*, int32_t*, cudaStream_t);      \
   template cudaError_t PoolMaxBackward<T>(const PoolShape&, const int32_t*, const T*, T*, cudaStream_t); \
   template cudaError_t PoolAvgBackward<T>(const PoolShape&, const T*, T*, cudaStream_t);
 PC_INSTANTIATE(float)

@@ -119,7 +119,8 @@ class PoolKernel final : public OpKernel {
   StatusOr<bool> PrepareCudnn(const Dims& x, const cuda::PoolShape& p, const int64_t pad_after[2]) {
     if (x == dims_) return use_cudnn_;
     dims_ = x;
-    use_cudnn_ = !p.adaptive && PoolAxisFitsCudnn(p.axis[0], pad_after[0]) && PoolAxisFitsCudnn(p.axis[1], pad_after[1]);
+    use_cudnn_ =
+        !p.adaptive && PoolAxisFitsCudnn(p.axis[0], pad_after[0]) && PoolAxisFitsCudnn(p.axis[1], pad_after[1]);
     for (int64_t v : {x[0], x[1], x[2], x[3], p.axis[0].kernel, p.axis[1].kernel, p.axis[0].stride, p.axis[1].stride})
       if (v > INT_MAX) use_cudnn_ = false;
     if (!use_cudnn_) return false;
@@ -129,8 +130,8 @@ class PoolKernel final : public OpKernel {
       PC_CUDNN_RETURN_IF_ERROR(cudnnCreatePoolingDescriptor(&pool_desc_));
     }
     auto i32 = [](int64_t v) { return static_cast<int>(v); };
-    PC_CUDNN_RETURN_IF_ERROR(
-        cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, kCudnnType<T>, i32(x[0]), i32(x[1]), i32(x[2]), i32(x[3])));
+    PC_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, kCudnnType<T>, i32(x[0]), i32(x[1]),
+                                                        i32(x[2]), i32(x[3])));
     PC_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, kCudnnType<T>, i32(x[0]), i32(x[1]),
                                                         i32(p.axis[0].out), i32(p.axis[1].out)));
     cudnnPoolingMode_t mode = p.max             ? CUDNN_POOLING_MAX
@@ -168,8 +169,8 @@ class PoolGradKernel final : public OpKernel {
       return MakeError(ErrorCode::kUnimplemented, "pool2d_grad on the GPU: a plane of {} x {} exceeds 2^31 elements",
                        p.axis[0].in, p.axis[1].in);
     PC_ASSIGN_OR_RETURN(int32_t * arg, arg_.Get<int32_t>(cc, p.planes * p.axis[0].out * p.axis[1].out));
-    PC_RETURN_IF_ERROR(cuda::Launched(
-        cuda::PoolArgMax<T>(p, x.data<T>(), ctx.In(kOutIn).data<T>(), arg, cc.stream()), "pool2d arg-max"));
+    PC_RETURN_IF_ERROR(cuda::Launched(cuda::PoolArgMax<T>(p, x.data<T>(), ctx.In(kOutIn).data<T>(), arg, cc.stream()),
+                                      "pool2d arg-max"));
     return cuda::Launched(cuda::PoolMaxBackward<T>(p, arg, dy, dx->data<T>(), cc.stream()), "pool2d backward");
   }
 
