@@ -8,11 +8,11 @@
 //
 // Algorithms are chosen once per geometry and cached in the kernel object: by cuDNN's heuristics
 // (cudnnGet*Algorithm_v7, no GPU work, no synchronization) or, with the exhaustive_search attribute, by
-// timing them (cudnnFind*AlgorithmEx, which synchronizes once per geometry). Only deterministic
-// algorithms are taken when one fits the workspace limit (workspace_size_MB), so training runs are
-// reproducible bit for bit; float32 runs with CUDNN_FMA_MATH: true float32 arithmetic, no TF32 (the
-// CPU's results and the op tests' tolerances assume float32 products). Workspace memory comes from
-// CudaContext::Workspace.
+// timing them (cudnnFind*AlgorithmEx, which synchronizes once per geometry). Deterministic algorithms
+// are taken whenever one fits the workspace limit (workspace_size_MB), so training runs are
+// reproducible bit for bit, and direct (GEMM-style) ones before FFT / Winograd transforms; float32
+// runs with CUDNN_FMA_MATH: true float32 arithmetic, no TF32 (the CPU's results and the op tests'
+// tolerances assume float32 products). Workspace memory comes from CudaContext::Workspace.
 #include <cudnn.h>
 
 #include <climits>
@@ -98,19 +98,40 @@ struct Choice {
   size_t workspace = 0;
 };
 
-/// Picks from cuDNN's ranked list: the first deterministic algorithm that ran (status) and fits the
-/// workspace limit; failing that, the first that is not deterministic. float32 runs every algorithm
-/// with CUDNN_FMA_MATH (entries that need tensor-op math are skipped: they would compute in TF32);
-/// float64 with the math type cuDNN ranked it with. `workspace(p, math)` gives an entry's workspace
-/// bytes, or nullopt when cuDNN cannot run it.
+/// True for the transform-based algorithms (FFT, Winograd): fast on some shapes, but their rounding
+/// error grows with the transform (several times a direct sum's in float32), beyond what the op
+/// tests allow between the CPU and the GPU.
+bool IsTransform(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool IsTransform(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool IsTransform(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+/// Picks from cuDNN's ranked list (best first) the first algorithm that ran (status) and fits the
+/// workspace limit, preferring, in this order: deterministic and direct (GEMM-style sums, no FFT or
+/// Winograd transform); deterministic; direct; any. float32 runs every algorithm with CUDNN_FMA_MATH
+/// (entries that need tensor-op math are skipped: they would compute in TF32); float64 with the math
+/// type cuDNN ranked it with. `workspace(p, math)` gives an entry's workspace bytes, or nullopt when
+/// cuDNN cannot run it.
 template <class Perf, class WorkspaceOf>
 StatusOr<std::optional<Choice>> PickAlgorithm(const std::vector<Perf>& perf, bool fp32, size_t limit,
                                               WorkspaceOf&& workspace) {
-  for (bool deterministic_only : {true, false})
+  struct Tier {
+    bool deterministic, direct;
+  };
+  for (Tier tier : {Tier{true, true}, Tier{true, false}, Tier{false, true}, Tier{false, false}})
     for (const Perf& p : perf) {
       if (p.status != CUDNN_STATUS_SUCCESS) continue;
       if (fp32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
-      if (deterministic_only && p.determinism != CUDNN_DETERMINISTIC) continue;
+      if (tier.deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
+      if (tier.direct && IsTransform(p.algo)) continue;
       cudnnMathType_t math = fp32 ? CUDNN_FMA_MATH : p.mathType;
       PC_ASSIGN_OR_RETURN(std::optional<size_t> ws, workspace(p, math));
       if (!ws || *ws > limit) continue;
