@@ -1,0 +1,251 @@
+// batch_norm, batch_norm_grad, layer_norm and layer_norm_grad on the GPU with norm.cc's semantics
+// (PaddlePaddle's): biased batch variance for the running statistics, SavedVariance = inverse std,
+// test mode / use_global_stats, MeanOut / VarianceOut in place, NCHW and NHWC, the one-value-per-
+// channel pass-through. The kernels are norm.cu's own deterministic two-pass reductions rather than
+// cuDNN's batch-norm API, whose running variance is the unbiased one and whose reductions are not
+// specified to be deterministic.
+#include <string>
+
+#include "nn/nn_cuda.h"
+#include "nn/nn_cuda_host.h"
+
+namespace paddlec::ops::nn {
+namespace {
+
+using runtime::cuda::CudaContext;
+
+// ---- batch_norm slots (norm.cc) ---------------------------------------------------------------
+
+constexpr InSlot kBnX{0, "X"};
+constexpr InSlot kBnScale{1, "Scale"};
+constexpr InSlot kBnBias{2, "Bias"};
+constexpr InSlot kBnMean{3, "Mean"};
+constexpr InSlot kBnVariance{4, "Variance"};
+constexpr InSlot kBnMomentum{5, "MomentumTensor"};
+constexpr OutSlot kBnY{0, "Y"};
+constexpr OutSlot kBnMeanOut{1, "MeanOut"};
+constexpr OutSlot kBnVarianceOut{2, "VarianceOut"};
+constexpr OutSlot kBnSavedMean{3, "SavedMean"};
+constexpr OutSlot kBnSavedVariance{4, "SavedVariance"};
+// batch_norm_grad: (X, Scale, Bias, SavedMean, SavedVariance, Y@GRAD) -> (X@GRAD, Scale@GRAD, Bias@GRAD).
+constexpr InSlot kBnGX{0, "X"};
+constexpr InSlot kBnGScale{1, "Scale"};
+constexpr InSlot kBnGSavedMean{3, "SavedMean"};
+constexpr InSlot kBnGSavedVariance{4, "SavedVariance"};
+constexpr InSlot kBnGDY{5, "Y@GRAD"};
+constexpr OutSlot kBnGDX{0, "X@GRAD"};
+constexpr OutSlot kBnGDScale{1, "Scale@GRAD"};
+constexpr OutSlot kBnGDBias{2, "Bias@GRAD"};
+
+struct BatchNormAttrs {
+  float momentum, epsilon;
+  bool channel_last;
+  bool global_stats;  // normalize with the running statistics
+
+  static BatchNormAttrs Decode(const AttrReader& a) {
+    bool test_mode = a.Get<bool>("is_test") && !a.Get<bool>("trainable_statistics");
+    return {a.Get<float>("momentum"), a.Get<float>("epsilon"), a.Get<std::string>("data_layout") == "NHWC",
+            test_mode || a.Get<bool>("use_global_stats")};
+  }
+};
+
+/// norm.cc's ViewChannels: NCHW gives [N, C, H*W...], NHWC and 2-D inputs give [N*H*W..., C, 1].
+cuda::ChannelView ViewChannels(const Dims& x, bool channel_last) {
+  if (channel_last || x.rank() == 2) return {x.Product(0, x.rank() - 1), x[x.rank() - 1], 1};
+  return {x[0], x[1], x.Product(2, x.rank())};
+}
+
+template <class T>
+class BatchNormKernel final : public OpKernel {
+ public:
+  explicit BatchNormKernel(const KernelInit& init) : attrs_(BatchNormAttrs::Decode(init.attrs)) {}
+
+  Status Run(KernelContext& ctx) override {
+    CudaContext& cc = cuda::Cuda(ctx);
+    const Tensor& xt = ctx.In(kBnX);
+    cuda::ChannelView v = ViewChannels(xt.dims(), attrs_.channel_last);
+    const int64_t c = v.channels;
+    const T* x = xt.data<T>();
+    const T* mean = ctx.In(kBnMean).data<T>();
+    const T* var = ctx.In(kBnVariance).data<T>();
+    T* y = ctx.Out(kBnY).data<T>();
+    T* mean_out = ctx.Out(kBnMeanOut).data<T>();
+    T* var_out = ctx.Out(kBnVarianceOut).data<T>();
+    // SavedMean / SavedVariance are intermediate outputs a program may leave out: scratch then.
+    PC_ASSIGN_OR_RETURN(T * saved_mean, OutOrScratch(ctx, cc, kBnSavedMean, saved_mean_, c));
+    PC_ASSIGN_OR_RETURN(T * saved_inv_std, OutOrScratch(ctx, cc, kBnSavedVariance, saved_inv_std_, c));
+    PC_ASSIGN_OR_RETURN(T * ab, ab_.Get<T>(cc, 2 * c));
+    const T* scale = ctx.In(kBnScale).data<T>();
+    const T* bias = ctx.In(kBnBias).data<T>();
+
+    if (attrs_.global_stats)
+      return cuda::Launched(cuda::BatchNormInfer<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean,
+                                                    saved_inv_std, attrs_.epsilon, ab, cc.stream()),
+                            "batch_norm (global statistics)");
+    if (v.per_channel() == 1) {
+      // PaddlePaddle's special case: one value per channel is passed through unnormalized, the running
+      // statistics stay as they are, SavedMean / SavedVariance are zeros.
+      const size_t stat_bytes = static_cast<size_t>(c) * sizeof(T);
+      PC_RETURN_IF_ERROR(CopyDevice(cc, mean_out, mean, stat_bytes));
+      PC_RETURN_IF_ERROR(CopyDevice(cc, var_out, var, stat_bytes));
+      PC_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(saved_mean, 0, stat_bytes, cc.stream()));
+      PC_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(saved_inv_std, 0, stat_bytes, cc.stream()));
+      return CopyDevice(cc, y, x, xt.nbytes());
+    }
+    // MomentumTensor, when given, is read by the kernel on the device: no host synchronization.
+    const Tensor* mom = ctx.InOpt(kBnMomentum);
+    const void* mom_ptr = mom ? mom->raw_data() : nullptr;
+    const bool mom_double = mom && mom->dtype() == DType::kFloat64;
+    PC_ASSIGN_OR_RETURN(T * partials, partials_.Get<T>(cc, cuda::BatchNormPartialsSize(v)));
+    return cuda::Launched(
+        cuda::BatchNormTrain<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean, saved_inv_std,
+                                attrs_.epsilon, attrs_.momentum, mom_ptr, mom_double, ab, partials, cc.stream()),
+        "batch_norm (batch statistics)");
+  }
+
+ private:
+  static StatusOr<T*> OutOrScratch(KernelContext& ctx, CudaContext& cc, OutSlot slot, DeviceScratch& scratch,
+                                   int64_t c) {
+    if (Tensor* t = ctx.OutOpt(slot)) return t->data<T>();
+    return scratch.Get<T>(cc, c);
+  }
+
+  BatchNormAttrs attrs_;
+  DeviceScratch saved_mean_, saved_inv_std_;  // stand-ins for absent SavedMean / SavedVariance
+  DeviceScratch ab_;                          // per-channel affine map
+  DeviceScratch partials_;                    // per-block partial sums
+};
+
+template <class T>
+class BatchNormGradKernel final : public OpKernel {
+ public:
+  explicit BatchNormGradKernel(const KernelInit& init) : attrs_(BatchNormAttrs::Decode(init.attrs)) {}
+
+  Status Run(KernelContext& ctx) override {
+    CudaContext& cc = cuda::Cuda(ctx);
+    const Tensor& xt = ctx.In(kBnGX);
+    cuda::ChannelView v = ViewChannels(xt.dims(), attrs_.channel_last);
+    const int64_t c = v.channels;
+    const T* dy = ctx.In(kBnGDY).data<T>();
+    Tensor* dx = ctx.OutOpt(kBnGDX);
+    Tensor* dscale = ctx.OutOpt(kBnGDScale);
+    Tensor* dbias = ctx.OutOpt(kBnGDBias);
+    if (!attrs_.global_stats && v.per_channel() == 1) {  // the forward passed X through
+      if (dx) PC_RETURN_IF_ERROR(CopyDevice(cc, dx->data<T>(), dy, xt.nbytes()));
+      PC_RETURN_IF_ERROR(ZeroFill(cc, dscale));
+      return ZeroFill(cc, dbias);
+    }
+    PC_ASSIGN_OR_RETURN(T * scratch, scratch_.Get<T>(cc, 2 * c));
+    PC_ASSIGN_OR_RETURN(T * partials, partials_.Get<T>(cc, cuda::BatchNormPartialsSize(v)));
+    return cuda::Launched(
+        cuda::BatchNormBackward<T>(v, xt.data<T>(), ctx.In(kBnGScale).data<T>(), ctx.In(kBnGSavedMean).data<T>(),
+                                   ctx.In(kBnGSavedVariance).data<T>(), dy, dx ? dx->data<T>() : nullptr,
+                                   dscale ? dscale->data<T>() : nullptr, dbias ? dbias->data<T>() : nullptr,
+                                   attrs_.global_stats, scratch, partials, cc.stream()),
+        "batch_norm_grad");
+  }
+
+ private:
+  BatchNormAttrs attrs_;
+  DeviceScratch scratch_, partials_;
+};
+
+// ---- layer_norm -----------------------------------------------------------------------------
+
+constexpr InSlot kLnX{0, "X"};
+constexpr InSlot kLnScale{1, "Scale"};
+constexpr InSlot kLnBias{2, "Bias"};
+constexpr OutSlot kLnY{0, "Y"};
+constexpr OutSlot kLnMean{1, "Mean"};
+constexpr OutSlot kLnVariance{2, "Variance"};
+// layer_norm_grad: (X, Scale, Bias, Mean, Variance, Y@GRAD) -> (X@GRAD, Scale@GRAD, Bias@GRAD).
+constexpr InSlot kLnGMean{3, "Mean"};
+constexpr InSlot kLnGVariance{4, "Variance"};
+constexpr InSlot kLnGDY{5, "Y@GRAD"};
+constexpr OutSlot kLnGDX{0, "X@GRAD"};
+constexpr OutSlot kLnGDScale{1, "Scale@GRAD"};
+constexpr OutSlot kLnGDBias{2, "Bias@GRAD"};
+
+struct LayerNormAttrs {
+  float epsilon;
+  int begin_norm_axis;
+  static LayerNormAttrs Decode(const AttrReader& a) { return {a.Get<float>("epsilon"), a.Get<int>("begin_norm_axis")}; }
+};
+
+template <class T>
+const T* DataOrNull(const Tensor* t) {
+  return t ? t->data<T>() : nullptr;
+}
+template <class T>
+T* DataOrNull(Tensor* t) {
+  return t ? t->data<T>() : nullptr;
+}
+
+template <class T>
+Status LayerNormGpu(KernelContext& ctx, const LayerNormAttrs& attrs) {
+  const Tensor& xt = ctx.In(kLnX);
+  const int64_t rows = xt.dims().Product(0, attrs.begin_norm_axis);
+  const int64_t width = xt.numel() / std::max<int64_t>(rows, 1);
+  return cuda::Launched(
+      cuda::LayerNormForward<T>(xt.data<T>(), DataOrNull<T>(ctx.InOpt(kLnScale)), DataOrNull<T>(ctx.InOpt(kLnBias)),
+                                ctx.Out(kLnY).data<T>(), DataOrNull<T>(ctx.OutOpt(kLnMean)),
+                                DataOrNull<T>(ctx.OutOpt(kLnVariance)), rows, width, attrs.epsilon, cuda::Stream(ctx)),
+      "layer_norm");
+}
+
+template <class T>
+class LayerNormGradKernel final : public OpKernel {
+ public:
+  explicit LayerNormGradKernel(const KernelInit& init) : attrs_(LayerNormAttrs::Decode(init.attrs)) {}
+
+  Status Run(KernelContext& ctx) override {
+    CudaContext& cc = cuda::Cuda(ctx);
+    const Tensor& xt = ctx.In(kLnX);
+    const int64_t rows = xt.dims().Product(0, attrs_.begin_norm_axis);
+    const int64_t width = xt.numel() / std::max<int64_t>(rows, 1);
+    Tensor* dx = ctx.OutOpt(kLnGDX);
+    Tensor* dscale = ctx.OutOpt(kLnGDScale);
+    Tensor* dbias = ctx.OutOpt(kLnGDBias);
+    if (!dx && !dscale && !dbias) return Status::OK();
+    PC_ASSIGN_OR_RETURN(T * scratch, scratch_.Get<T>(cc, cuda::LayerNormBackwardScratchSize(rows, width)));
+    return cuda::Launched(
+        cuda::LayerNormBackward<T>(xt.data<T>(), DataOrNull<T>(ctx.InOpt(kLnScale)), ctx.In(kLnGMean).data<T>(),
+                                   ctx.In(kLnGVariance).data<T>(), ctx.In(kLnGDY).data<T>(), DataOrNull<T>(dx),
+                                   DataOrNull<T>(dscale), DataOrNull<T>(dbias), rows, width, attrs_.epsilon, scratch,
+                                   cc.stream()),
+        "layer_norm_grad");
+  }
+
+ private:
+  LayerNormAttrs attrs_;
+  DeviceScratch scratch_;  // per-row inverse std and column partial sums
+};
+
+template <class T>
+KernelFactory BatchNormFactory() {
+  return MakeKernelClass<BatchNormKernel<T>>();
+}
+template <class T>
+KernelFactory BatchNormGradFactory() {
+  return MakeKernelClass<BatchNormGradKernel<T>>();
+}
+template <class T>
+KernelFactory LayerNormFactory() {
+  return MakeKernel(LayerNormGpu<T>);
+}
+template <class T>
+KernelFactory LayerNormGradFactory() {
+  return MakeKernelClass<LayerNormGradKernel<T>>();
+}
+
+}  // namespace
+
+Status RegisterNormCudaKernels(OpRegistry& r) {
+  PC_CUDA_FLOAT_KERNELS(r, "batch_norm", BatchNormFactory);
+  PC_CUDA_FLOAT_KERNELS(r, "batch_norm_grad", BatchNormGradFactory);
+  PC_CUDA_FLOAT_KERNELS(r, "layer_norm", LayerNormFactory);
+  PC_CUDA_FLOAT_KERNELS(r, "layer_norm_grad", LayerNormGradFactory);
+  return Status::OK();
+}
+
+}  // namespace paddlec::ops::nn
