@@ -31,6 +31,7 @@ struct RunOptions {
   int threads = 1;
   uint64_t seed = 7;
   Place place = Place::CPU();
+  uint64_t start_step = 0;  // steps run before (a resumed training run)
 };
 
 /// Runs block 0 of `module` once with `feeds` and returns host copies of `fetch`.

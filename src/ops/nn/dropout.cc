@@ -81,7 +81,8 @@ class DropoutKernel final : public OpKernel {
  public:
   explicit DropoutKernel(const KernelInit& init)
       : attrs_(DropoutAttrs::Decode(init.attrs)),
-        philox_(attrs_.fixed_seed ? static_cast<uint64_t>(static_cast<int64_t>(attrs_.seed)) : init.seed) {}
+        philox_(attrs_.fixed_seed ? static_cast<uint64_t>(static_cast<int64_t>(attrs_.seed)) : init.seed),
+        step_(init.start_step) {}
 
   Status Run(KernelContext& ctx) override {
     const Tensor& xt = ctx.In(kX);
@@ -125,7 +126,7 @@ class DropoutKernel final : public OpKernel {
  private:
   DropoutAttrs attrs_;
   Philox philox_;
-  uint64_t step_ = 0;  // training runs so far: draw number of the next mask
+  uint64_t step_;  // draw number of the next mask: runs so far, counting those before a resume
 };
 
 template <class T>

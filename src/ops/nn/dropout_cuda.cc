@@ -50,7 +50,8 @@ class DropoutKernel final : public OpKernel {
  public:
   explicit DropoutKernel(const KernelInit& init)
       : attrs_(DropoutAttrs::Decode(init.attrs)),
-        seed_(attrs_.fixed_seed ? static_cast<uint64_t>(static_cast<int64_t>(attrs_.seed)) : init.seed) {}
+        seed_(attrs_.fixed_seed ? static_cast<uint64_t>(static_cast<int64_t>(attrs_.seed)) : init.seed),
+        step_(init.start_step) {}
 
   Status Run(KernelContext& ctx) override {
     CudaContext& cc = cuda::Cuda(ctx);
@@ -91,7 +92,7 @@ class DropoutKernel final : public OpKernel {
  private:
   DropoutAttrs attrs_;
   uint64_t seed_;
-  uint64_t step_ = 0;  // training runs so far: draw number of the next mask (dropout.cc starts at 0 too)
+  uint64_t step_;  // draw number of the next mask, as dropout.cc counts it
 };
 
 template <class T>

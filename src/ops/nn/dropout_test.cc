@@ -202,3 +202,24 @@ TEST_CASE("dropout_grad scales by the mask and the implementation's factor") {
 
 }  // namespace
 }  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+TEST_CASE("dropout: a plan started at step k draws the mask an uninterrupted plan draws at step k") {
+  Tensor x = RandomTensor(DType::kFloat32, {1000}, 21, 1, 2);
+  StepRunner from_zero("dropout", {{"X", "x"}}, {{"Out", "y"}, {"Mask", "mask"}});
+  REQUIRE_OK(from_zero.Start({{"x", x}}));
+  for (int i = 0; i < 3; ++i) REQUIRE_OK(from_zero.Step());
+  StepRunner resumed("dropout", {{"X", "x"}}, {{"Out", "y"}, {"Mask", "mask"}});
+  REQUIRE_OK(resumed.Start({{"x", x}}, {.start_step = 2}));
+  REQUIRE_OK(resumed.Step());
+  CHECK(ToVector<uint8_t>(resumed.Get("mask")) == ToVector<uint8_t>(from_zero.Get("mask")));
+  StepRunner other("dropout", {{"X", "x"}}, {{"Out", "y"}, {"Mask", "mask"}});
+  REQUIRE_OK(other.Start({{"x", x}}, {.start_step = 1}));
+  REQUIRE_OK(other.Step());
+  CHECK(ToVector<uint8_t>(other.Get("mask")) != ToVector<uint8_t>(from_zero.Get("mask")));
+}
+
+}  // namespace
+}  // namespace paddlec::testing

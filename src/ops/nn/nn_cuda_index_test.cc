@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "nn/nn_test_util.h"
+#include "testing/program_runner.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {

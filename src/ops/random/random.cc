@@ -85,6 +85,7 @@ class UniformKernel final : public OpKernel {
  public:
   explicit UniformKernel(const KernelInit& init)
       : rng_(KeyOf(init)),
+        step_(init.start_step),
         min_(init.attrs.Get<float>("min")),
         max_(init.attrs.Get<float>("max")),
         diag_num_(init.attrs.Get<int>("diag_num")),
@@ -117,7 +118,7 @@ class UniformKernel final : public OpKernel {
 
  private:
   Philox rng_;
-  uint64_t step_ = 0;
+  uint64_t step_;  // draw number of the next run, counting runs before a resume
   double min_, max_;
   int64_t diag_num_, diag_step_;
   T diag_val_;
@@ -131,7 +132,7 @@ template <class T>
 class GaussianKernel final : public OpKernel {
  public:
   explicit GaussianKernel(const KernelInit& init)
-      : rng_(KeyOf(init)), mean_(init.attrs.Get<float>("mean")), std_(init.attrs.Get<float>("std")) {}
+      : rng_(KeyOf(init)), step_(init.start_step), mean_(init.attrs.Get<float>("mean")), std_(init.attrs.Get<float>("std")) {}
 
   Status Run(KernelContext& ctx) override {
     Tensor& out = ctx.Out(kOut);
@@ -156,7 +157,7 @@ class GaussianKernel final : public OpKernel {
 
  private:
   Philox rng_;
-  uint64_t step_ = 0;
+  uint64_t step_;  // draw number of the next run, counting runs before a resume
   double mean_, std_;
 };
 

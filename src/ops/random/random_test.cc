@@ -12,6 +12,7 @@
 #include "paddlec/passes/pass_manager.h"
 #include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {
@@ -256,6 +257,24 @@ TEST_CASE("gaussian_random odd sizes, defaults and errors") {
         "shape [3, -1] has negative dimension -1 at index 1: gaussian_random needs a fully "
         "known shape");
   CHECK(ops::GlobalOpRegistry().Find("gaussian_random")->no_gradient());
+}
+
+}  // namespace
+}  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+TEST_CASE("uniform_random: a plan started at step k draws what an uninterrupted plan draws at step k") {
+  auto attrs = std::vector<ops::pb::OpDesc::Attr>{ops::MakeAttr("shape", std::vector<int64_t>{64}),
+                                                  ops::MakeAttr("seed", 5)};
+  StepRunner from_zero("uniform_random", {}, {{"Out", "r"}}, attrs);
+  REQUIRE_OK(from_zero.Start({}));
+  for (int i = 0; i < 4; ++i) REQUIRE_OK(from_zero.Step());
+  StepRunner resumed("uniform_random", {}, {{"Out", "r"}}, attrs);
+  REQUIRE_OK(resumed.Start({}, {.start_step = 3}));
+  REQUIRE_OK(resumed.Step());
+  CHECK(ToVector<float>(resumed.Get("r")) == ToVector<float>(from_zero.Get("r")));
 }
 
 }  // namespace
