@@ -42,10 +42,10 @@ Status CosSimCuda(KernelContext& ctx) {
   cudaStream_t s = cuda::Stream(ctx);
   if (v.n == 0 && v.bcast && yn != nullptr)  // no rows: the CPU still writes Y's norm, of zero features
     PC_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(yn->data<T>(), 0, sizeof(T), s));
-  return cuda::Launched(cuda::CosSimForward<T>(x.data<T>(), y.data<T>(), ctx.Out(kOut).data<T>(),
-                                               xn ? xn->data<T>() : nullptr, yn ? yn->data<T>() : nullptr, v.n, v.d,
-                                               v.bcast, s),
-                        "cos_sim forward");
+  return cuda::Launched(
+      cuda::CosSimForward<T>(x.data<T>(), y.data<T>(), ctx.Out(kOut).data<T>(), xn ? xn->data<T>() : nullptr,
+                             yn ? yn->data<T>() : nullptr, v.n, v.d, v.bcast, s),
+      "cos_sim forward");
 }
 
 template <class T>
@@ -73,9 +73,9 @@ class CosSimGradCuda final : public OpKernel {
       const int64_t elems = cuda::CosSimGradScratchElems(v.n, v.d, v.bcast);
       PC_ASSIGN_OR_RETURN(scratch, scratch_.Get(ctx.device().allocator(), static_cast<size_t>(elems) * 8));
     }
-    return cuda::Launched(cuda::CosSimGrad<T>(in, dx ? dx->data<T>() : nullptr, dy ? dy->data<T>() : nullptr, scratch,
-                                              cuda::Stream(ctx)),
-                          "cos_sim gradient");
+    return cuda::Launched(
+        cuda::CosSimGrad<T>(in, dx ? dx->data<T>() : nullptr, dy ? dy->data<T>() : nullptr, scratch, cuda::Stream(ctx)),
+        "cos_sim gradient");
   }
 
  private:

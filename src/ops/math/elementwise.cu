@@ -19,73 +19,115 @@ template <>
 struct Bin<BinaryOp::kAdd> {
   static constexpr bool kUsesX = false, kUsesY = false, kUsesOut = false;
   template <class T>
-  __device__ static T F(T a, T b) { return a + b; }
+  __device__ static T F(T a, T b) {
+    return a + b;
+  }
   template <class T>
-  __device__ static T DX(T d, T, T, T) { return d; }
+  __device__ static T DX(T d, T, T, T) {
+    return d;
+  }
   template <class T>
-  __device__ static T DY(T d, T, T, T) { return d; }
+  __device__ static T DY(T d, T, T, T) {
+    return d;
+  }
 };
 template <>
 struct Bin<BinaryOp::kSub> {
   static constexpr bool kUsesX = false, kUsesY = false, kUsesOut = false;
   template <class T>
-  __device__ static T F(T a, T b) { return a - b; }
+  __device__ static T F(T a, T b) {
+    return a - b;
+  }
   template <class T>
-  __device__ static T DX(T d, T, T, T) { return d; }
+  __device__ static T DX(T d, T, T, T) {
+    return d;
+  }
   template <class T>
-  __device__ static T DY(T d, T, T, T) { return -d; }
+  __device__ static T DY(T d, T, T, T) {
+    return -d;
+  }
 };
 template <>
 struct Bin<BinaryOp::kMul> {
   static constexpr bool kUsesX = true, kUsesY = true, kUsesOut = false;
   template <class T>
-  __device__ static T F(T a, T b) { return a * b; }
+  __device__ static T F(T a, T b) {
+    return a * b;
+  }
   template <class T>
-  __device__ static T DX(T d, T, T y, T) { return d * y; }
+  __device__ static T DX(T d, T, T y, T) {
+    return d * y;
+  }
   template <class T>
-  __device__ static T DY(T d, T x, T, T) { return d * x; }
+  __device__ static T DY(T d, T x, T, T) {
+    return d * x;
+  }
 };
 template <>
 struct Bin<BinaryOp::kDiv> {
   static constexpr bool kUsesX = false, kUsesY = true, kUsesOut = true;
   template <class T>
-  __device__ static T F(T a, T b) { return a / b; }
+  __device__ static T F(T a, T b) {
+    return a / b;
+  }
   template <class T>
-  __device__ static T DX(T d, T, T y, T) { return d / y; }
+  __device__ static T DX(T d, T, T y, T) {
+    return d / y;
+  }
   template <class T>
-  __device__ static T DY(T d, T, T y, T o) { return -d * o / y; }
+  __device__ static T DY(T d, T, T y, T o) {
+    return -d * o / y;
+  }
 };
 template <>
 struct Bin<BinaryOp::kMax> {
   static constexpr bool kUsesX = true, kUsesY = true, kUsesOut = false;
   template <class T>
-  __device__ static T F(T a, T b) { return a > b ? a : b; }
+  __device__ static T F(T a, T b) {
+    return a > b ? a : b;
+  }
   template <class T>
-  __device__ static T DX(T d, T x, T y, T) { return x >= y ? d : T(0); }
+  __device__ static T DX(T d, T x, T y, T) {
+    return x >= y ? d : T(0);
+  }
   template <class T>
-  __device__ static T DY(T d, T x, T y, T) { return x < y ? d : T(0); }
+  __device__ static T DY(T d, T x, T y, T) {
+    return x < y ? d : T(0);
+  }
 };
 template <>
 struct Bin<BinaryOp::kMin> {
   static constexpr bool kUsesX = true, kUsesY = true, kUsesOut = false;
   template <class T>
-  __device__ static T F(T a, T b) { return a < b ? a : b; }
+  __device__ static T F(T a, T b) {
+    return a < b ? a : b;
+  }
   template <class T>
-  __device__ static T DX(T d, T x, T y, T) { return x <= y ? d : T(0); }
+  __device__ static T DX(T d, T x, T y, T) {
+    return x <= y ? d : T(0);
+  }
   template <class T>
-  __device__ static T DY(T d, T x, T y, T) { return x > y ? d : T(0); }
+  __device__ static T DY(T d, T x, T y, T) {
+    return x > y ? d : T(0);
+  }
 };
 
 /// Calls f(kOp) with kOp as a compile-time constant.
 template <class F>
 cudaError_t DispatchOp(BinaryOp op, F&& f) {
   switch (op) {
-    case BinaryOp::kAdd: return f.template operator()<BinaryOp::kAdd>();
-    case BinaryOp::kSub: return f.template operator()<BinaryOp::kSub>();
-    case BinaryOp::kMul: return f.template operator()<BinaryOp::kMul>();
-    case BinaryOp::kDiv: return f.template operator()<BinaryOp::kDiv>();
-    case BinaryOp::kMax: return f.template operator()<BinaryOp::kMax>();
-    case BinaryOp::kMin: return f.template operator()<BinaryOp::kMin>();
+    case BinaryOp::kAdd:
+      return f.template operator()<BinaryOp::kAdd>();
+    case BinaryOp::kSub:
+      return f.template operator()<BinaryOp::kSub>();
+    case BinaryOp::kMul:
+      return f.template operator()<BinaryOp::kMul>();
+    case BinaryOp::kDiv:
+      return f.template operator()<BinaryOp::kDiv>();
+    case BinaryOp::kMax:
+      return f.template operator()<BinaryOp::kMax>();
+    case BinaryOp::kMin:
+      return f.template operator()<BinaryOp::kMin>();
   }
   return cudaErrorInvalidValue;
 }
@@ -103,8 +145,8 @@ __global__ void ForwardFlat(int64_t n, const T* x, const T* y, T* out) {
 }
 
 template <BinaryOp kOp, class T, class I>
-__global__ void ForwardBroadcast(const __grid_constant__ StridedIndex<2> idx, int64_t n, const T* x,
-                                 const T* y, T* out) {
+__global__ void ForwardBroadcast(const __grid_constant__ StridedIndex<2> idx, int64_t n, const T* x, const T* y,
+                                 T* out) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     I off[2];
@@ -217,7 +259,7 @@ cudaError_t BinaryGradReduce(BinaryOp op, bool dx, const BinaryGradInputs<T>& in
   });
 }
 
-#define PC_INSTANTIATE_FORWARD(T)                                                                                 \
+#define PC_INSTANTIATE_FORWARD(T)                                                                          \
   template cudaError_t BinaryForward<T>(BinaryOp, const T*, const T*, T*, int64_t, const StridedIndex<2>*, \
                                         cudaStream_t);
 PC_INSTANTIATE_FORWARD(float)
@@ -229,9 +271,9 @@ PC_INSTANTIATE_FORWARD(int64_t)
 template cudaError_t AnyZero<int32_t>(const int32_t*, int64_t, int*, cudaStream_t);
 template cudaError_t AnyZero<int64_t>(const int64_t*, int64_t, int*, cudaStream_t);
 
-#define PC_INSTANTIATE_GRAD(T)                                                                                   \
-  template cudaError_t BinaryGradDirect<T>(BinaryOp, bool, const BinaryGradInputs<T>&, T*, int64_t,            \
-                                           const StridedIndex<2>*, cudaStream_t);                               \
+#define PC_INSTANTIATE_GRAD(T)                                                                                    \
+  template cudaError_t BinaryGradDirect<T>(BinaryOp, bool, const BinaryGradInputs<T>&, T*, int64_t,               \
+                                           const StridedIndex<2>*, cudaStream_t);                                 \
   template cudaError_t BinaryGradReduce<T>(BinaryOp, bool, const BinaryGradInputs<T>&, T*, const ReduceIndex<3>&, \
                                            const ReducePlan&, void*, cudaStream_t);
 PC_INSTANTIATE_GRAD(float)

@@ -29,11 +29,14 @@ struct Uses {
 constexpr Uses UsesOf(BinaryOp op) {
   switch (op) {
     case BinaryOp::kAdd:
-    case BinaryOp::kSub: return {false, false, false};
+    case BinaryOp::kSub:
+      return {false, false, false};
     case BinaryOp::kMul:
     case BinaryOp::kMax:
-    case BinaryOp::kMin: return {true, true, false};
-    case BinaryOp::kDiv: return {false, true, true};
+    case BinaryOp::kMin:
+      return {true, true, false};
+    case BinaryOp::kDiv:
+      return {false, true, true};
   }
   return {true, true, true};
 }
@@ -74,7 +77,8 @@ class ElementwiseCuda final : public OpKernel {
     cudaStream_t s = cuda::Stream(ctx);
     PC_ASSIGN_OR_RETURN(void* flag, flag_.Get(ctx.device().allocator(), sizeof(int)));
     PC_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flag, 0, sizeof(int), s));
-    PC_RETURN_IF_ERROR(cuda::Launched(cuda::AnyZero<T>(y.data<T>(), y.numel(), static_cast<int*>(flag), s), "any zero"));
+    PC_RETURN_IF_ERROR(
+        cuda::Launched(cuda::AnyZero<T>(y.data<T>(), y.numel(), static_cast<int*>(flag), s), "any zero"));
     int host = 0;
     PC_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&host, flag, sizeof(int), cudaMemcpyDeviceToHost, s));
     PC_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
@@ -124,8 +128,7 @@ class ElementwiseGradCuda final : public OpKernel {
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
-    const cuda::BinaryGradInputs<T> in{dout.data<T>(), uses.x ? x.data<T>() : nullptr,
-                                       uses.y ? y.data<T>() : nullptr,
+    const cuda::BinaryGradInputs<T> in{dout.data<T>(), uses.x ? x.data<T>() : nullptr, uses.y ? y.data<T>() : nullptr,
                                        uses.out ? ctx.In(kGradOut).data<T>() : nullptr};
     if (dx != nullptr) PC_RETURN_IF_ERROR(Compute(ctx, in, true, *dx));
     if (dy != nullptr) PC_RETURN_IF_ERROR(Compute(ctx, in, false, *dy));
@@ -136,9 +139,9 @@ class ElementwiseGradCuda final : public OpKernel {
   Status Compute(KernelContext& ctx, const cuda::BinaryGradInputs<T>& in, bool is_dx, Tensor& grad) {
     cudaStream_t s = cuda::Stream(ctx);
     if (!(is_dx ? dx_reduces_ : dy_reduces_))
-      return cuda::Launched(cuda::BinaryGradDirect<T>(op_, is_dx, in, grad.data<T>(), grad.numel(),
-                                                      flat_ ? nullptr : &index_, s),
-                            "elementwise gradient");
+      return cuda::Launched(
+          cuda::BinaryGradDirect<T>(op_, is_dx, in, grad.data<T>(), grad.numel(), flat_ ? nullptr : &index_, s),
+          "elementwise gradient");
     const cuda::ReducePlan& plan = is_dx ? dx_plan_ : dy_plan_;
     PC_ASSIGN_OR_RETURN(void* scratch, scratch_.Get(ctx.device().allocator(), PartialBytes(plan)));
     return cuda::Launched(

@@ -15,15 +15,24 @@ namespace {
 template <class T>
 __device__ T LoadScalar(const void* p, ScalarType t, T fallback) {
   switch (t) {
-    case ScalarType::kNone: return fallback;
-    case ScalarType::kBool: return static_cast<T>(*static_cast<const bool*>(p));
-    case ScalarType::kInt8: return static_cast<T>(*static_cast<const int8_t*>(p));
-    case ScalarType::kUInt8: return static_cast<T>(*static_cast<const uint8_t*>(p));
-    case ScalarType::kInt16: return static_cast<T>(*static_cast<const int16_t*>(p));
-    case ScalarType::kInt32: return static_cast<T>(*static_cast<const int32_t*>(p));
-    case ScalarType::kInt64: return static_cast<T>(*static_cast<const int64_t*>(p));
-    case ScalarType::kFloat32: return static_cast<T>(*static_cast<const float*>(p));
-    case ScalarType::kFloat64: return static_cast<T>(*static_cast<const double*>(p));
+    case ScalarType::kNone:
+      return fallback;
+    case ScalarType::kBool:
+      return static_cast<T>(*static_cast<const bool*>(p));
+    case ScalarType::kInt8:
+      return static_cast<T>(*static_cast<const int8_t*>(p));
+    case ScalarType::kUInt8:
+      return static_cast<T>(*static_cast<const uint8_t*>(p));
+    case ScalarType::kInt16:
+      return static_cast<T>(*static_cast<const int16_t*>(p));
+    case ScalarType::kInt32:
+      return static_cast<T>(*static_cast<const int32_t*>(p));
+    case ScalarType::kInt64:
+      return static_cast<T>(*static_cast<const int64_t*>(p));
+    case ScalarType::kFloat32:
+      return static_cast<T>(*static_cast<const float*>(p));
+    case ScalarType::kFloat64:
+      return static_cast<T>(*static_cast<const double*>(p));
   }
   return fallback;
 }
@@ -201,7 +210,7 @@ cudaError_t CosSimForward(const T* x, const T* y, T* out, T* xnorm, T* ynorm, in
   if (n <= 0) return cudaSuccess;
   const int64_t blocks = CeilDiv(n * 32, kThreads);
   CosSimRows<T><<<static_cast<unsigned>(blocks > 132 * 32 ? 132 * 32 : blocks), kThreads, 0, s>>>(x, y, out, xnorm,
-                                                                                                    ynorm, n, d, bcast);
+                                                                                                  ynorm, n, d, bcast);
   return cudaGetLastError();
 }
 
@@ -246,7 +255,7 @@ cudaError_t CosSimGrad(const CosSimGradInputs<T>& in, T* dx, T* dy, void* scratc
   return Reduce(cols, CosSimDyPlan(in.n, in.d), partials, DyTerm<T>{in}, StoreDy<T>{in.y, in.ynorm, gz, dy}, s);
 }
 
-#define PC_INSTANTIATE_ALL_TYPES(T)                                                                              \
+#define PC_INSTANTIATE_ALL_TYPES(T)                                                                        \
   template cudaError_t Scale<T>(const T*, T*, int64_t, T, T, bool, const void*, ScalarType, cudaStream_t); \
   template cudaError_t Sum<T>(const T* const*, int, T*, int64_t, T*, cudaStream_t);                        \
   template cudaError_t Square<T>(const T*, T*, int64_t, cudaStream_t);
@@ -256,8 +265,8 @@ PC_INSTANTIATE_ALL_TYPES(int32_t)
 PC_INSTANTIATE_ALL_TYPES(int64_t)
 #undef PC_INSTANTIATE_ALL_TYPES
 
-#define PC_INSTANTIATE_FLOAT_TYPES(T)                                                                    \
-  template cudaError_t SquareGrad<T>(const T*, const T*, T*, int64_t, cudaStream_t);                 \
+#define PC_INSTANTIATE_FLOAT_TYPES(T)                                                                          \
+  template cudaError_t SquareGrad<T>(const T*, const T*, T*, int64_t, cudaStream_t);                           \
   template cudaError_t CosSimForward<T>(const T*, const T*, T*, T*, T*, int64_t, int64_t, bool, cudaStream_t); \
   template cudaError_t CosSimGrad<T>(const CosSimGradInputs<T>&, T*, T*, void*, cudaStream_t);
 PC_INSTANTIATE_FLOAT_TYPES(float)

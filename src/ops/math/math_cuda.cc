@@ -28,15 +28,24 @@ struct ScaleAttrs {
 
 StatusOr<cuda::ScalarType> ScalarTypeOf(DType t) {
   switch (t) {
-    case DType::kBool: return cuda::ScalarType::kBool;
-    case DType::kInt8: return cuda::ScalarType::kInt8;
-    case DType::kUInt8: return cuda::ScalarType::kUInt8;
-    case DType::kInt16: return cuda::ScalarType::kInt16;
-    case DType::kInt32: return cuda::ScalarType::kInt32;
-    case DType::kInt64: return cuda::ScalarType::kInt64;
-    case DType::kFloat32: return cuda::ScalarType::kFloat32;
-    case DType::kFloat64: return cuda::ScalarType::kFloat64;
-    default: return MakeError(ErrorCode::kUnimplemented, "data type {} is not supported here", DTypeName(t));
+    case DType::kBool:
+      return cuda::ScalarType::kBool;
+    case DType::kInt8:
+      return cuda::ScalarType::kInt8;
+    case DType::kUInt8:
+      return cuda::ScalarType::kUInt8;
+    case DType::kInt16:
+      return cuda::ScalarType::kInt16;
+    case DType::kInt32:
+      return cuda::ScalarType::kInt32;
+    case DType::kInt64:
+      return cuda::ScalarType::kInt64;
+    case DType::kFloat32:
+      return cuda::ScalarType::kFloat32;
+    case DType::kFloat64:
+      return cuda::ScalarType::kFloat64;
+    default:
+      return MakeError(ErrorCode::kUnimplemented, "data type {} is not supported here", DTypeName(t));
   }
 }
 
@@ -91,9 +100,9 @@ class SumCuda final : public OpKernel {
       PC_ASSIGN_OR_RETURN(void* p, scratch_.Get(ctx.device().allocator(), static_cast<size_t>(n) * sizeof(T)));
       scratch = static_cast<T*>(p);
     }
-    return cuda::Launched(cuda::Sum<T>(inputs_.data(), static_cast<int>(inputs_.size()), out.data<T>(), n, scratch,
-                                       cuda::Stream(ctx)),
-                          "sum");
+    return cuda::Launched(
+        cuda::Sum<T>(inputs_.data(), static_cast<int>(inputs_.size()), out.data<T>(), n, scratch, cuda::Stream(ctx)),
+        "sum");
   }
 
  private:

@@ -128,9 +128,19 @@ TEST_CASE("reductions onto kept dims and broadcasts back") {
     Dims x;
     uint32_t mask;  // bit i: axis i reduced
   };
-  const R kReds[] = {{{6}, 1},         {{4, 5}, 1},        {{4, 5}, 2},     {{4, 5}, 3},       {{2, 3, 4, 5}, 0b0101},
-                     {{2, 3, 4, 5}, 0b1010}, {{2, 3, 4, 5}, 0b0110}, {{2, 3, 4, 5}, 0}, {{2, 1, 3}, 0b010}, {{}, 0},
-                     {{0, 3}, 1},      {{3, 0}, 1},        {{1, 1}, 3}};
+  const R kReds[] = {{{6}, 1},
+                     {{4, 5}, 1},
+                     {{4, 5}, 2},
+                     {{4, 5}, 3},
+                     {{2, 3, 4, 5}, 0b0101},
+                     {{2, 3, 4, 5}, 0b1010},
+                     {{2, 3, 4, 5}, 0b0110},
+                     {{2, 3, 4, 5}, 0},
+                     {{2, 1, 3}, 0b010},
+                     {{}, 0},
+                     {{0, 3}, 1},
+                     {{3, 0}, 1},
+                     {{1, 1}, 3}};
   for (const R& c : kReds) {
     CAPTURE(c.x.ToString());
     CAPTURE(c.mask);
@@ -161,8 +171,8 @@ TEST_CASE("reduction plans cover every contribution once and bound the scratch")
         CHECK(p.groups <= kReduceMaxGroups);
         if (m > 0 && r > 0) {
           CHECK(p.chunk >= 1);
-          CHECK(p.groups * p.chunk >= r);        // every contribution in some group
-          CHECK((p.groups - 1) * p.chunk < r);   // and no group empty
+          CHECK(p.groups * p.chunk >= r);       // every contribution in some group
+          CHECK((p.groups - 1) * p.chunk < r);  // and no group empty
           CHECK(p.scratch_elems == (p.groups > 1 ? p.groups * m : 0));
           if (p.block) CHECK(r > kReduceBlockChunk);
         } else {
@@ -251,10 +261,9 @@ TEST_CASE("row-major batched products map onto column-major strided-batched call
           ForEachGemmCall(batches, [&](int64_t ao, int64_t bo, int64_t co) {
             ++calls;
             for (int64_t i = 0; i < batches.count; ++i)
-              ReferenceColumnMajorGemm(cm.trans_first, cm.trans_second, cm.m, cm.n, cm.k,
-                                       b.data() + bo + i * batches.stride[1], cm.ld_first,
-                                       a.data() + ao + i * batches.stride[0], cm.ld_second,
-                                       c.data() + co + i * batches.stride[2], cm.ldc);
+              ReferenceColumnMajorGemm(
+                  cm.trans_first, cm.trans_second, cm.m, cm.n, cm.k, b.data() + bo + i * batches.stride[1], cm.ld_first,
+                  a.data() + ao + i * batches.stride[0], cm.ld_second, c.data() + co + i * batches.stride[2], cm.ldc);
           });
           CHECK(calls == g.calls);
           CHECK(c == ReferenceProduct(s, a, b));

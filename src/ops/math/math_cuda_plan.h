@@ -59,8 +59,8 @@ inline StridedIndex<2> BroadcastFrom(const Dims& full, const Dims& kept) {
 /// C^T [N, M] = op(B)^T [N, K] * op(A)^T [K, M]: its first operand is our B, its second our A,
 /// each transposed exactly when the row-major operand is, and C^T read column-major is C row-major.
 struct ColumnMajorGemm {
-  bool trans_first = false;   // cuBLAS transa: our trans_b
-  bool trans_second = false;  // cuBLAS transb: our trans_a
+  bool trans_first = false;     // cuBLAS transa: our trans_b
+  bool trans_second = false;    // cuBLAS transb: our trans_a
   int64_t m = 0, n = 0, k = 0;  // cuBLAS's m, n, k = our N, M, K
   int64_t ld_first = 0;         // leading dim of our B as stored: N, or K when trans_b
   int64_t ld_second = 0;        // leading dim of our A as stored: K, or M when trans_a
@@ -85,8 +85,8 @@ inline ColumnMajorGemm ToColumnMajor(const math::GemmShape& s) {
 /// (stride 0 where an operand is broadcast), the outer dims are enumerated by the host, one call
 /// each. Equal batches, or one operand without batch dims, coalesce to a single call.
 struct GemmBatches {
-  StridedIndex<3> outer;           // outer batch index -> batch offsets (in matrices) of A, B, C
-  int64_t count = 1;               // batches per call
+  StridedIndex<3> outer;            // outer batch index -> batch offsets (in matrices) of A, B, C
+  int64_t count = 1;                // batches per call
   std::array<int64_t, 3> stride{};  // element strides between the batches of one call: A, B, C
   std::array<int64_t, 3> matrix{};  // elements per matrix: A, B, C
 };

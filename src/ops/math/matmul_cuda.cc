@@ -40,8 +40,10 @@ struct MulDims {
 
 StatusOr<MulDims> AnalyzeMul(const Dims& x, const Dims& y, int xn, int yn) {
   if (xn >= x.rank() || yn >= y.rank())
-    return MakeError(ErrorCode::kShape, "X has shape {} and Y has shape {}: x_num_col_dims {} and y_num_col_dims {} "
-                     "must be less than their ranks", x.ToString(), y.ToString(), xn, yn);
+    return MakeError(ErrorCode::kShape,
+                     "X has shape {} and Y has shape {}: x_num_col_dims {} and y_num_col_dims {} "
+                     "must be less than their ranks",
+                     x.ToString(), y.ToString(), xn, yn);
   MulDims d{x.Product(0, xn), x.Product(xn, x.rank()), y.Product(yn, y.rank())};
   if (d.k != y.Product(0, yn))
     return MakeError(ErrorCode::kShape,
@@ -112,9 +114,8 @@ cublasStatus_t Gemm(cublasHandle_t h, const cuda::ColumnMajorGemm& g, const doub
                      static_cast<int>(g.k), &alpha, first, static_cast<int>(g.ld_first), second,
                      static_cast<int>(g.ld_second), &beta, c, static_cast<int>(g.ldc));
 }
-cublasStatus_t GemmBatched(cublasHandle_t h, const cuda::ColumnMajorGemm& g, const float* first,
-                           long long first_stride, const float* second, long long second_stride, float* c,
-                           long long c_stride, int count) {
+cublasStatus_t GemmBatched(cublasHandle_t h, const cuda::ColumnMajorGemm& g, const float* first, long long first_stride,
+                           const float* second, long long second_stride, float* c, long long c_stride, int count) {
   const float alpha = 1, beta = 0;
   return cublasSgemmStridedBatched(h, Op(g.trans_first), Op(g.trans_second), static_cast<int>(g.m),
                                    static_cast<int>(g.n), static_cast<int>(g.k), &alpha, first,
@@ -159,11 +160,10 @@ class CudaGemm {
     Status st;
     cuda::ForEachGemmCall(batches_, [&](int64_t ao, int64_t bo, int64_t co) {
       if (!st.ok()) return;
-      cublasStatus_t r =
-          batches_.count == 1
-              ? Gemm(cu.cublas(), cm_, b + bo, a + ao, c + co)
-              : GemmBatched(cu.cublas(), cm_, b + bo, batches_.stride[1], a + ao, batches_.stride[0], c + co,
-                            batches_.stride[2], static_cast<int>(batches_.count));
+      cublasStatus_t r = batches_.count == 1
+                             ? Gemm(cu.cublas(), cm_, b + bo, a + ao, c + co)
+                             : GemmBatched(cu.cublas(), cm_, b + bo, batches_.stride[1], a + ao, batches_.stride[0],
+                                           c + co, batches_.stride[2], static_cast<int>(batches_.count));
       if (r != CUBLAS_STATUS_SUCCESS) st = runtime::cuda::CublasError(r, "cublas<S|D>gemm[StridedBatched]");
     });
     return st;
@@ -299,8 +299,8 @@ struct GradProduct {
     PC_ASSIGN_OR_RETURN(void* prod, product.Get(alloc, static_cast<size_t>(gemm.c_numel()) * sizeof(T)));
     PC_ASSIGN_OR_RETURN(void* part, partials.Get(alloc, PartialBytes(reduce_plan)));
     PC_RETURN_IF_ERROR(gemm.Run(ctx, a, b, static_cast<T*>(prod)));
-    return cuda::Launched(cuda::ReduceSum<T, T>(static_cast<const T*>(prod), grad.data<T>(), reduce_index,
-                                                reduce_plan, false, T(0), part, cuda::Stream(ctx)),
+    return cuda::Launched(cuda::ReduceSum<T, T>(static_cast<const T*>(prod), grad.data<T>(), reduce_index, reduce_plan,
+                                                false, T(0), part, cuda::Stream(ctx)),
                           "matmul_v2 gradient batch sum");
   }
 };

@@ -64,13 +64,13 @@ cudaError_t BroadcastScaled(const TSrc* src, TDst* dst, int64_t n, const Strided
   return cudaGetLastError();
 }
 
-#define PC_INSTANTIATE_REDUCE(TIn, TOut)                                                                       \
-  template cudaError_t ReduceSum<TIn, TOut>(const TIn*, TOut*, const ReduceIndex<2>&, const ReducePlan&, bool, \
-                                            TOut, void*, cudaStream_t);
-#define PC_INSTANTIATE_REDUCE_FROM(TIn)  \
-  PC_INSTANTIATE_REDUCE(TIn, float)      \
-  PC_INSTANTIATE_REDUCE(TIn, double)     \
-  PC_INSTANTIATE_REDUCE(TIn, int32_t)    \
+#define PC_INSTANTIATE_REDUCE(TIn, TOut)                                                                             \
+  template cudaError_t ReduceSum<TIn, TOut>(const TIn*, TOut*, const ReduceIndex<2>&, const ReducePlan&, bool, TOut, \
+                                            void*, cudaStream_t);
+#define PC_INSTANTIATE_REDUCE_FROM(TIn) \
+  PC_INSTANTIATE_REDUCE(TIn, float)     \
+  PC_INSTANTIATE_REDUCE(TIn, double)    \
+  PC_INSTANTIATE_REDUCE(TIn, int32_t)   \
   PC_INSTANTIATE_REDUCE(TIn, int64_t)
 PC_INSTANTIATE_REDUCE_FROM(float)
 PC_INSTANTIATE_REDUCE_FROM(double)
@@ -79,8 +79,9 @@ PC_INSTANTIATE_REDUCE_FROM(int64_t)
 #undef PC_INSTANTIATE_REDUCE_FROM
 #undef PC_INSTANTIATE_REDUCE
 
-#define PC_INSTANTIATE_BROADCAST(TDst, TSrc) \
-  template cudaError_t BroadcastScaled<TDst, TSrc>(const TSrc*, TDst*, int64_t, const StridedIndex<2>&, TDst, cudaStream_t);
+#define PC_INSTANTIATE_BROADCAST(TDst, TSrc)                                                                  \
+  template cudaError_t BroadcastScaled<TDst, TSrc>(const TSrc*, TDst*, int64_t, const StridedIndex<2>&, TDst, \
+                                                   cudaStream_t);
 PC_INSTANTIATE_BROADCAST(float, float)
 PC_INSTANTIATE_BROADCAST(float, double)
 PC_INSTANTIATE_BROADCAST(double, float)

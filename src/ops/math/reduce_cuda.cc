@@ -80,11 +80,16 @@ class ReduceCuda final : public OpKernel {
     }
     PC_ASSIGN_OR_RETURN(void* scratch, scratch_.Get(ctx.device().allocator(), PartialBytes(plan_)));
     switch (out.dtype()) {
-      case DType::kFloat32: return Impl<float>(ctx, x, out, scratch);
-      case DType::kFloat64: return Impl<double>(ctx, x, out, scratch);
-      case DType::kInt32: return Impl<int32_t>(ctx, x, out, scratch);
-      case DType::kInt64: return Impl<int64_t>(ctx, x, out, scratch);
-      default: return MakeError(ErrorCode::kUnimplemented, "cannot reduce into dtype {}", DTypeName(out.dtype()));
+      case DType::kFloat32:
+        return Impl<float>(ctx, x, out, scratch);
+      case DType::kFloat64:
+        return Impl<double>(ctx, x, out, scratch);
+      case DType::kInt32:
+        return Impl<int32_t>(ctx, x, out, scratch);
+      case DType::kInt64:
+        return Impl<int64_t>(ctx, x, out, scratch);
+      default:
+        return MakeError(ErrorCode::kUnimplemented, "cannot reduce into dtype {}", DTypeName(out.dtype()));
     }
   }
 

@@ -36,8 +36,7 @@ inline constexpr int64_t kMaxBlocks = 132 * 32;
 __device__ __forceinline__ int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 template <class A, class W>
-__device__ __forceinline__ void Emit(int64_t groups, int64_t m, int64_t g, int64_t j, A acc, A* partials,
-                                     const W& w) {
+__device__ __forceinline__ void Emit(int64_t groups, int64_t m, int64_t g, int64_t j, A acc, A* partials, const W& w) {
   if (groups == 1)
     w(j, acc);
   else
@@ -96,8 +95,7 @@ __global__ void RowsBlock(const __grid_constant__ ReduceIndex<N> idx, int64_t gr
 /// Columns: thread j adds its chunk (blockIdx.y) of contributions in order; neighbouring threads
 /// take neighbouring targets, so their reads are adjacent in memory.
 template <class I, int N, class A, class F, class W>
-__global__ void Cols(const __grid_constant__ ReduceIndex<N> idx, int64_t groups, int64_t chunk, A* partials, F f,
-                     W w) {
+__global__ void Cols(const __grid_constant__ ReduceIndex<N> idx, int64_t groups, int64_t chunk, A* partials, F f, W w) {
   const int64_t g = blockIdx.y;
   const int64_t begin = g * chunk, end = Min64(idx.r, begin + chunk);
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < idx.m;
@@ -127,9 +125,7 @@ __global__ void Finish(int64_t m, int64_t groups, const A* partials, W w) {
   }
 }
 
-inline unsigned CappedBlocks(int64_t b) {
-  return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
-}
+inline unsigned CappedBlocks(int64_t b) { return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b)); }
 
 template <class I, int N, class A, class F, class W>
 cudaError_t Launch(const ReduceIndex<N>& idx, const ReducePlan& p, A* partials, F f, W w, cudaStream_t s) {
@@ -140,8 +136,8 @@ cudaError_t Launch(const ReduceIndex<N>& idx, const ReducePlan& p, A* partials, 
   } else if (p.block) {
     RowsBlock<I, N, A, F, W><<<CappedBlocks(units), kThreads, 0, s>>>(idx, p.groups, p.chunk, partials, f, w);
   } else {
-    RowsWarp<I, N, A, F, W><<<CappedBlocks(CeilDiv(units * 32, kThreads)), kThreads, 0, s>>>(idx, p.groups, p.chunk,
-                                                                                              partials, f, w);
+    RowsWarp<I, N, A, F, W>
+        <<<CappedBlocks(CeilDiv(units * 32, kThreads)), kThreads, 0, s>>>(idx, p.groups, p.chunk, partials, f, w);
   }
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || p.groups == 1) return e;
