@@ -2,6 +2,9 @@
 // (add_n) and square (math.cc's twins; launchers in math.cu). The larger concepts have their own
 // files beside this one: elementwise_cuda.cc, matmul_cuda.cc, reduce_cuda.cc, cos_sim_cuda.cc.
 // Built into libpaddlec_cuda.so only.
+#include <type_traits>
+#include <vector>
+
 #include "math/math_cuda_host.h"
 
 namespace paddlec::ops {

@@ -2,7 +2,9 @@
 // PlanReduce: rows by warp or by block, columns, one pass or chunk partials; sum's chained passes;
 // cuBLAS batches split into several calls), checked against double references on every place.
 // Without a GPU they run on the CPU only, where they are ordinary (if larger) reference tests.
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "math/math_cuda_index.h"
 #include "math/math_test_util.h"

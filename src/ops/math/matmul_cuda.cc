@@ -13,6 +13,7 @@
 // cuBLAS results are bit-identical from run to run on one GPU model (its documented default: no
 // atomics-based split-K unless enabled). The handle keeps cuBLAS's default math mode, so float32
 // products use no TF32 and match the CPU to float32 rounding.
+#include <algorithm>
 #include <climits>
 
 #include "math/math_cuda_host.h"

@@ -3,6 +3,8 @@
 // libpaddlec_cuda.so only.
 #include <cmath>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "math/math_cuda_host.h"
 
