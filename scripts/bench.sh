@@ -37,7 +37,13 @@ echo "== training step (forward + backward + adam)"
 for cfg in configs/mlp.pbtxt configs/lenet.pbtxt; do
   for bs in 64 512; do "$B" train "$cfg" --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
 done
-for bs in 64 512; do "$B" resnet --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done | tee "$TMP/paddlec_train.txt"
+for bs in 64 512; do "$B" resnet --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
+if [ "$DEVICE" != cpu ]; then
+  echo "== training step replayed as a CUDA graph (--cuda-graph)"
+  for cfg in configs/mlp.pbtxt configs/lenet.pbtxt; do
+    for bs in 64 512; do "$B" train "$cfg" --batch "$bs" --device "$DEVICE" --cuda-graph --min-time "$MIN_TIME"; done
+  done
+fi
 
 if [ "$DEVICE" != cpu ]; then
   echo "== PyTorch, same models and steps (when python3 has torch)"

@@ -181,7 +181,9 @@ class Trainer {
     eval_scope_ = &root.NewChild();
     auto& exec = session_->executor();
     PC_ASSIGN_OR_RETURN(train_plan_, exec.Prepare(m.main().global_block(), *train_scope_,
-                                                  {.seed = o_.seed, .start_step = static_cast<uint64_t>(step_)}));
+                                                  {.seed = o_.seed,
+                                                   .start_step = static_cast<uint64_t>(step_),
+                                                   .cuda_graph = o_.cuda_graph}));
     PC_ASSIGN_OR_RETURN(eval_plan_, exec.Prepare(test_->main().global_block(), *eval_scope_, {.seed = o_.seed}));
 
     if (!o_.metrics_file.empty() && start_epoch == 0) PC_RETURN_IF_ERROR(WriteFileAtomic(o_.metrics_file, ""));

@@ -7,6 +7,8 @@
 
 #include "paddlec/ops/op_registry.h"
 
+#include <spdlog/spdlog.h>
+
 namespace paddlec::runtime {
 
 using ops::KernelContext;
@@ -136,6 +138,7 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
   plan->block_ = &block;
   plan->device_ = &device;
   plan->profile_ = options.profile;
+  plan->use_graph_ = options.cuda_graph;
   // Control-flow ops run other blocks of the program through plans of their own, each over a child
   // scope of this plan's scope.
   ir::Program* program = &block.program();
@@ -220,7 +223,15 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
       return e;
     }
     step->kernel = std::move(kernel).value();
+    if (plan->use_graph_ && !step->kernel->Replayable()) {
+      spdlog::warn("op {} ({}) cannot be replayed from a CUDA graph; running op by op", i, op.type());
+      plan->use_graph_ = false;
+    }
     plan->steps_.push_back(std::move(step));
+  }
+  if (plan->use_graph_ && !device.place().is_cuda()) {
+    spdlog::warn("CUDA graphs need a GPU place, not {}; running op by op", device.place().ToString());
+    plan->use_graph_ = false;
   }
   return plan;
 }
@@ -332,7 +343,27 @@ Status Plan::RunSteps() {
   return Status::OK();
 }
 
+Status Plan::RunRecorded() {
+  if (graph_ && !ExternalShapesChanged()) return graph_->Launch();
+  graph_.reset();
+  // Record only a step whose shapes and memory are settled: the first run after a change prepares
+  // (allocates) and runs eagerly.
+  if (prepared_ < static_cast<int>(steps_.size()) || ExternalShapesChanged()) return RunSteps<false>();
+  PC_RETURN_IF_ERROR(device_->BeginCapture());
+  Status recorded = RunSteps<false>();
+  auto graph = device_->EndCapture();
+  if (!recorded.ok() || !graph.ok()) {
+    use_graph_ = false;
+    spdlog::warn("recording the step as a CUDA graph failed ({}); running op by op",
+                 recorded.ok() ? graph.error().message() : recorded.error().message());
+    return RunSteps<false>();
+  }
+  graph_ = std::move(graph).value();
+  return graph_->Launch();
+}
+
 Status Plan::Run() {
+  if (use_graph_ && !profile_) return RunRecorded();
   if (!profile_) return RunSteps<false>();
   auto start = std::chrono::steady_clock::now();
   Status st = RunSteps<true>();

@@ -36,6 +36,7 @@ struct Args {
   double min_time = 1.0;
   int threads = 0;
   std::string device = "cpu";
+  bool cuda_graph = false;
 };
 
 /// Median milliseconds of `fn` over repetitions lasting at least `min_time` seconds in all.
@@ -196,14 +197,14 @@ void Network(const Args& a, bool train, bool inference = false) {
     DType t = static_cast<DType>(f.data_type());
     Die(exec->device().CopyFromHost(Random(t, d, *alloc, 10), scope.Var(f.name()).tensor()));
   }
-  auto plan = Must(exec->Prepare(m->main().global_block(), scope));
+  auto plan = Must(exec->Prepare(m->main().global_block(), scope, {.cuda_graph = a.cuda_graph}));
   double ms = MedianMs([&] {
     Die(plan->Run());
     Die(exec->device().Synchronize());
   }, a.min_time);
   std::string name = a.config.substr(a.config.find_last_of('/') + 1);
   std::cout << fmt::format("{:<9} {:<12} batch={:<4} {:9.3f} ms  {:9.0f} samples/s\n",
-                           train ? "train" : inference ? "inference" : "forward",
+                           std::string(train ? "train" : inference ? "inference" : "forward") + (a.cuda_graph ? "+g" : ""),
                            name, a.batch, ms, a.batch / ms * 1e3);
 }
 
@@ -252,6 +253,7 @@ int main(int argc, char** argv) {
     else if (k == "--min-time") a.min_time = std::stod(next());
     else if (k == "--threads") a.threads = std::stoi(next());
     else if (k == "--device") a.device = next();
+    else if (k == "--cuda-graph") a.cuda_graph = true;
     else if (!k.starts_with("--")) a.config = k;
     else {
       std::cerr << "error: unknown flag " << k << "\n";

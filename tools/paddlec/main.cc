@@ -94,6 +94,7 @@ Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
   c->add_option("--predictions-var", o.predictions_var, "The class scores (default: the last [batch, classes] output)");
   c->add_option("--save-params", o.save_params, "Write the trained model's parameters here at the end");
   c->add_flag("!--no-progress", o.progress, "No progress output while training");
+  c->add_flag("--cuda-graph", o.cuda_graph, "GPU: record the training step once as a CUDA graph and replay it");
   c->add_option("--input-format", o.input_format, "Program format when the extension does not tell")
       ->check(CLI::IsMember({"text", "binary", "json"}));
   o.compile.optimizer = "adam";
@@ -115,6 +116,7 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   c->add_flag("--inference", o.inference, "Compile the program for inference (as compile --inference) first");
   c->add_option("--steps", o.steps, "Run the program this many times (timing)")->capture_default_str();
   c->add_flag("--profile", o.profile, "Print time per op type");
+  c->add_flag("--cuda-graph", o.cuda_graph, "GPU: record the steady-state step once as a CUDA graph and replay it");
   c->add_option("--seed", o.seed, "Program random seed (random ops with seed 0 derive theirs from it)");
   c->add_option("--threads", o.threads, "CPU threads (default: one per core)");
   c->add_option("--input-format", o.input_format, "Program format when the extension does not tell")

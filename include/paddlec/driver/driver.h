@@ -79,6 +79,7 @@ struct RunOptions {
   bool inference = false;            // compile an uncompiled program with kInferencePipeline
   int steps = 1;
   bool profile = false;
+  bool cuda_graph = false;           // replay the steady-state step as a CUDA graph (GPU)
   uint64_t seed = 0;
   int threads = 0;
 };
@@ -105,6 +106,7 @@ struct TrainOptions {
   std::string image_var, label_var, predictions_var;  // "" = found from the program
   std::string save_params;     // after training, write the parameters (model only) here
   bool progress = true;
+  bool cuda_graph = false;     // replay the training step as a CUDA graph (GPU)
   /// How to compile a program that has no backward ops yet (optimizer, lr, ...).
   CompileOptions compile;
 };

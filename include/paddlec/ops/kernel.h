@@ -65,6 +65,10 @@ class OpKernel {
  public:
   virtual ~OpKernel() = default;
   virtual Status Run(KernelContext& ctx) = 0;
+  /// False for kernels whose Run cannot be recorded once and replayed (CUDA graphs): those that wait
+  /// for the device, copy from pageable host memory, or change their launch arguments every run
+  /// (random draws counting steps).
+  virtual bool Replayable() const { return true; }
 };
 
 /// Runs one sub-block of the program (control-flow ops). Built by the runtime, which owns plans:

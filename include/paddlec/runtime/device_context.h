@@ -18,6 +18,13 @@ namespace paddlec::runtime {
 
 class Tensor;
 
+/// Work recorded once and launched again as a whole (a CUDA graph).
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  virtual Status Launch() = 0;
+};
+
 class DeviceContext {
  public:
   virtual ~DeviceContext() = default;
@@ -30,6 +37,14 @@ class DeviceContext {
   virtual Status CopyFromHost(const Tensor& host, Tensor& device);
   /// Copies a tensor of this device to host memory allocated from `host_alloc`.
   virtual Status CopyToHost(const Tensor& device, Tensor& host, Allocator& host_alloc);
+
+  /// Recording: the work queued between BeginCapture and EndCapture is not run but recorded, and
+  /// the returned object launches it (again and again) in one call. Devices without that (the CPU)
+  /// return Unimplemented.
+  virtual Status BeginCapture() { return MakeError(ErrorCode::kUnimplemented, "{} cannot record work", place().ToString()); }
+  virtual StatusOr<std::unique_ptr<CapturedWork>> EndCapture() {
+    return MakeError(ErrorCode::kUnimplemented, "{} cannot record work", place().ToString());
+  }
 
  protected:
   std::shared_ptr<Allocator> allocator_;

@@ -37,6 +37,9 @@ struct PlanOptions {
   /// Steps already run by earlier plans of the same program (resuming): see KernelInit::start_step.
   uint64_t start_step = 0;
   bool profile = false;
+  /// Record the steady-state step once as a CUDA graph and replay it (GPU places). Falls back to
+  /// running the ops one by one, with a warning, when the device or an op cannot be replayed.
+  bool cuda_graph = false;
 };
 
 struct OpTypeProfile {
@@ -80,6 +83,8 @@ class Plan {
   Error StepError(const Step& step, Error e) const;
   template <bool kProfile>
   Status RunSteps();
+  /// Runs a step from the recorded graph, recording it first when the plan is fully prepared.
+  Status RunRecorded();
 
   ir::Block* block_ = nullptr;
   DeviceContext* device_ = nullptr;
@@ -87,6 +92,8 @@ class Plan {
   std::vector<External> externals_;
   std::unordered_map<Variable*, int> producer_;  // output variable -> first prepared step writing it
   int prepared_ = 0;                    // steps [0, prepared_) have shapes and memory
+  bool use_graph_ = false;
+  std::unique_ptr<CapturedWork> graph_;
   std::unique_ptr<ops::SubBlockFactory> sub_blocks_;
   bool profile_ = false;
   int64_t shape_inferences_ = 0;

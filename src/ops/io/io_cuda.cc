@@ -11,6 +11,8 @@ constexpr OutSlot kOut{0, "Out"};
 class FeedGpu final : public OpKernel {
  public:
   explicit FeedGpu(const KernelInit& init) : col_(init.attrs.Get<int>("col")) {}
+  // Copies from pageable host memory, which a CUDA graph cannot record.
+  bool Replayable() const override { return false; }
   Status Run(KernelContext& ctx) override {
     Tensor& out = ctx.Out(kOut);
     const Variable* holder = ctx.InVar(kX);
@@ -31,6 +33,8 @@ class FeedGpu final : public OpKernel {
 class FetchGpu final : public OpKernel {
  public:
   explicit FetchGpu(const KernelInit& init) : col_(init.attrs.Get<int>("col")) {}
+  // Waits for the device to hand the value to the host.
+  bool Replayable() const override { return false; }
   Status Run(KernelContext& ctx) override {
     Variable* holder = ctx.OutVar(kOut);
     if (holder == nullptr) return MakeError(ErrorCode::kRuntime, "fetch at col {} has no FETCH_LIST holder", col_);

@@ -46,6 +46,8 @@ class ElementwiseCuda final : public OpKernel {
  public:
   ElementwiseCuda(const KernelInit& init, BinaryOp op) : op_(op), axis_(init.attrs.Get<int>("axis")) {}
 
+  // Integer division waits for the device to check for zero divisors.
+  bool Replayable() const override { return !(std::is_integral_v<T> && op_ == BinaryOp::kDiv); }
   Status Run(KernelContext& ctx) override {
     const Tensor& x = ctx.In(kX);
     const Tensor& y = ctx.In(kY);

@@ -53,6 +53,8 @@ class DropoutKernel final : public OpKernel {
         seed_(attrs_.fixed_seed ? static_cast<uint64_t>(static_cast<int64_t>(attrs_.seed)) : init.seed),
         step_(init.start_step) {}
 
+  // Each run draws a new mask (its step is a launch argument): a replay would repeat one mask.
+  bool Replayable() const override { return false; }
   Status Run(KernelContext& ctx) override {
     CudaContext& cc = cuda::Cuda(ctx);
     const Tensor& xt = ctx.In(kX);

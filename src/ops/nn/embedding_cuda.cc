@@ -43,6 +43,8 @@ class EmbeddingKernel final : public OpKernel {
     if (host_bad_pos_) cudaFreeHost(host_bad_pos_);
   }
 
+  // Waits for the device to report out-of-range ids.
+  bool Replayable() const override { return false; }
   Status Run(KernelContext& ctx) override {
     CudaContext& cc = cuda::Cuda(ctx);
     const Tensor& w = ctx.In(kW);

@@ -111,6 +111,47 @@ Status CudaContext::CopyToHost(const Tensor& device, Tensor& host, Allocator& ho
   return Status::OK();
 }
 
+namespace {
+
+class CudaGraph final : public CapturedWork {
+ public:
+  CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec, cudaStream_t stream) : graph_(graph), exec_(exec), stream_(stream) {}
+  ~CudaGraph() override {
+    cudaGraphExecDestroy(exec_);
+    cudaGraphDestroy(graph_);
+  }
+  Status Launch() override {
+    PC_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec_, stream_));
+    return Status::OK();
+  }
+
+ private:
+  cudaGraph_t graph_;
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+};
+
+}  // namespace
+
+Status CudaContext::BeginCapture() {
+  // Relaxed: host code between the kernel launches (allocator bookkeeping, cuBLAS/cuDNN calls) may
+  // use CUDA calls that are not captured without breaking the capture.
+  PC_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  return Status::OK();
+}
+
+StatusOr<std::unique_ptr<CapturedWork>> CudaContext::EndCapture() {
+  cudaGraph_t graph = nullptr;
+  PC_CUDA_RETURN_IF_ERROR(cudaStreamEndCapture(stream_, &graph));
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  if (e != cudaSuccess) {
+    cudaGraphDestroy(graph);
+    return CudaError(e, "cudaGraphInstantiate");
+  }
+  return std::unique_ptr<CapturedWork>(new CudaGraph(graph, exec, stream_));
+}
+
 StatusOr<void*> CudaContext::Workspace(size_t bytes) {
   if (bytes == 0) return static_cast<void*>(nullptr);
   if (!workspace_ || workspace_->size() < bytes) {

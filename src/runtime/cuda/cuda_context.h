@@ -75,6 +75,8 @@ class CudaContext final : public DeviceContext {
   cudnnHandle_t cudnn() const { return cudnn_; }
   /// Scratch device memory of at least `bytes` (cuDNN workspaces), grown when needed and kept.
   StatusOr<void*> Workspace(size_t bytes);
+  Status BeginCapture() override;
+  StatusOr<std::unique_ptr<CapturedWork>> EndCapture() override;
 
  private:
   explicit CudaContext(int device) : device_(device) {}
