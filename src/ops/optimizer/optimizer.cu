@@ -28,9 +28,9 @@ struct Target {
   T* out;
   T* mirror;
   __device__ explicit Target(const ParamPtrs<T>& p)
-      : in(p.master_out != nullptr ? p.master : p.param),
-        out(p.master_out != nullptr ? p.master_out : p.param_out),
-        mirror(p.master_out != nullptr ? p.param_out : nullptr) {}
+      : in(p.update_master ? p.master : p.param),
+        out(p.update_master ? p.master_out : p.param_out),
+        mirror(p.update_master ? p.param_out : nullptr) {}
   __device__ void Store(int64_t i, T v) const {
     out[i] = v;
     if (mirror != nullptr) mirror[i] = v;
@@ -63,7 +63,7 @@ __global__ void AdamKernel(ParamPtrs<T> p, const T* __restrict__ grad, const T* 
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     if (s.skip) {  // every output keeps its input value
       if (p.param_out != p.param) p.param_out[i] = p.param[i];
-      if (p.master_out != nullptr && p.master_out != p.master) p.master_out[i] = p.master[i];
+      if (p.master != nullptr && p.master_out != nullptr && p.master_out != p.master) p.master_out[i] = p.master[i];
       if (m1_out != m1) m1_out[i] = m1[i];
       if (m2_out != m2) m2_out[i] = m2[i];
       continue;

@@ -39,18 +39,18 @@ struct ParamSlots {
 
 /// optimizer.cc's ParamTarget: the update runs on MasterParam -> MasterParamOut (mirrored into
 /// ParamOut) with multi_precision and a bound MasterParam, on Param -> ParamOut otherwise. The master
-/// pointers are also set without multi_precision when both are bound, for adam's SkipUpdate copy.
+/// pointers are set whenever both are bound (adam's SkipUpdate copies MasterParam through then).
 template <class T>
-cuda::ParamPtrs<T> PtrsOf(KernelContext& ctx, const ParamSlots& s, bool multi_precision, bool master_for_skip) {
+cuda::ParamPtrs<T> PtrsOf(KernelContext& ctx, const ParamSlots& s, bool multi_precision) {
   cuda::ParamPtrs<T> p;
   p.param = ctx.In(s.param).template data<T>();
   p.param_out = ctx.Out(s.param_out).template data<T>();
   const Tensor* m = ctx.InOpt(s.master);
   Tensor* mo = ctx.OutOpt(s.master_out);
-  if (m != nullptr && mo != nullptr && (multi_precision || master_for_skip)) {
-    p.master = m->template data<T>();
-    p.master_out = mo->template data<T>();
-  }
+  if (m != nullptr) p.master = m->template data<T>();
+  if (mo != nullptr) p.master_out = mo->template data<T>();
+  // The shape function requires MasterParamOut with multi_precision; optimizer.cc then updates the copy.
+  p.update_master = multi_precision && m != nullptr && mo != nullptr;
   return p;
 }
 
@@ -73,7 +73,7 @@ struct Attrs {
 template <class T>
 Status Gpu(KernelContext& ctx, const Attrs& a) {
   const Tensor& g = ctx.In(kGrad);
-  return cuda::Launched(cuda::Sgd<T>(PtrsOf<T>(ctx, kSlots, a.multi_precision, false), g.data<T>(), g.numel(),
+  return cuda::Launched(cuda::Sgd<T>(PtrsOf<T>(ctx, kSlots, a.multi_precision), g.data<T>(), g.numel(),
                                      ScalarOf(&ctx.In(kLearningRate)), cuda::Stream(ctx)),
                         "sgd");
 }
@@ -113,7 +113,7 @@ template <class T>
 Status Gpu(KernelContext& ctx, const Attrs& a) {
   const Tensor& g = ctx.In(kGrad);
   return cuda::Launched(
-      cuda::Momentum<T>(PtrsOf<T>(ctx, kSlots, a.multi_precision, false), g.data<T>(), ctx.In(kVelocity).data<T>(),
+      cuda::Momentum<T>(PtrsOf<T>(ctx, kSlots, a.multi_precision), g.data<T>(), ctx.In(kVelocity).data<T>(),
                         ctx.Out(kVelocityOut).data<T>(), g.numel(), ScalarOf(&ctx.In(kLearningRate)),
                         static_cast<T>(a.mu), static_cast<T>(a.rescale_grad), static_cast<T>(a.regularization_coeff),
                         a.l2_decay, a.use_nesterov, cuda::Stream(ctx)),
@@ -173,9 +173,8 @@ Status Gpu(KernelContext& ctx, const Attrs& a) {
   }
   const Tensor& g = ctx.In(kGrad);
   const cudaStream_t stream = cuda::Stream(ctx);
-  // With SkipUpdate, MasterParam is copied through whenever both master slots are bound (optimizer.cc).
   PC_RETURN_IF_ERROR(cuda::Launched(
-      cuda::Adam<T>(PtrsOf<T>(ctx, kSlots, a.multi_precision, true), g.data<T>(), ctx.In(kMoment1).data<T>(),
+      cuda::Adam<T>(PtrsOf<T>(ctx, kSlots, a.multi_precision), g.data<T>(), ctx.In(kMoment1).data<T>(),
                     ctx.Out(kMoment1Out).data<T>(), ctx.In(kMoment2).data<T>(), ctx.Out(kMoment2Out).data<T>(),
                     g.numel(), s, stream),
       "adam"));

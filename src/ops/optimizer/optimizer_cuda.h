@@ -24,14 +24,16 @@ struct ScalarOut {
   bool f64 = false;
 };
 
-/// Where an update reads and writes the parameter: param -> param_out, or, with a master copy
-/// (multi_precision), master -> master_out mirrored into param_out. `param` is what SkipUpdate copies.
+/// Where an update reads and writes the parameter: param -> param_out, or, with update_master
+/// (multi_precision), master -> master_out mirrored into param_out. adam's SkipUpdate copies param and,
+/// when both are given, master.
 template <class T>
 struct ParamPtrs {
   const T* param = nullptr;
   T* param_out = nullptr;
-  const T* master = nullptr;  // with master_out: the update runs on the master copy
+  const T* master = nullptr;
   T* master_out = nullptr;
+  bool update_master = false;  // requires master and master_out
 };
 
 /// ParamOut = Param - lr * Grad.
