@@ -64,8 +64,7 @@ class ConditionalBlockGpu final : public OpKernel {
 
 Status RegisterControlCudaKernels(OpRegistry& r) {
   // The op's kernel dtype is fixed to float32 (control.cc): one kernel serves every Cond dtype.
-  return r.AddKernel("conditional_block", DeviceType::kCUDA, DType::kFloat32,
-                     MakeKernelClass<ConditionalBlockGpu>());
+  return r.AddKernel("conditional_block", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<ConditionalBlockGpu>());
 }
 
 }  // namespace paddlec::ops

@@ -133,9 +133,7 @@ __global__ void SoftmaxCrossEntropyKernel(const T* __restrict__ x, const L* __re
         for (int64_t k = lane; k < n; k += G) acc += label[base + k * st] * (x[base + k * st] - (m + lse));
         out = -Grp::Reduce(acc, SumOp{}, scratch);
       } else {
-        out = l == ignore_index                  ? T(0)
-              : BadLabel(l, n, ignore_index) ? NaN<T>()
-                                                 : lse - (x[base + l * st] - m);
+        out = l == ignore_index ? T(0) : BadLabel(l, n, ignore_index) ? NaN<T>() : lse - (x[base + l * st] - m);
       }
     } else {
       if (sm != nullptr)
@@ -145,9 +143,7 @@ __global__ void SoftmaxCrossEntropyKernel(const T* __restrict__ x, const L* __re
         for (int64_t k = lane; k < n; k += G) acc += label[base + k * st] * TolerableLog(x[base + k * st]);
         out = -Grp::Reduce(acc, SumOp{}, scratch);
       } else {
-        out = l == ignore_index                  ? T(0)
-              : BadLabel(l, n, ignore_index) ? NaN<T>()
-                                                 : -TolerableLog(x[base + l * st]);
+        out = l == ignore_index ? T(0) : BadLabel(l, n, ignore_index) ? NaN<T>() : -TolerableLog(x[base + l * st]);
       }
     }
     if (lane == 0) loss[line] = out;
@@ -157,8 +153,8 @@ __global__ void SoftmaxCrossEntropyKernel(const T* __restrict__ x, const L* __re
 template <class T, class L, int G>
 cudaError_t LaunchSoftmaxCrossEntropy(const T* x, const L* label, T* sm, T* loss, int64_t lines, AxisIndex ax,
                                       int64_t ignore_index, bool use_softmax, cudaStream_t s) {
-  SoftmaxCrossEntropyKernel<T, L, G><<<Group<G>::Blocks(lines), kThreads, 0, s>>>(x, label, sm, loss, lines, ax,
-                                                                                  ignore_index, use_softmax);
+  SoftmaxCrossEntropyKernel<T, L, G>
+      <<<Group<G>::Blocks(lines), kThreads, 0, s>>>(x, label, sm, loss, lines, ax, ignore_index, use_softmax);
   return cudaGetLastError();
 }
 
@@ -204,7 +200,8 @@ cudaError_t SoftmaxCrossEntropy(const T* x, const L* label, T* softmax, T* loss,
   // A hard-label loss without softmax reads one element per line: one thread per line.
   const bool single = !std::is_floating_point_v<L> && !use_softmax && softmax == nullptr;
   switch (single ? 1 : GroupFor(n, inner)) {
-    case 1: return LaunchSoftmaxCrossEntropy<T, L, 1>(x, label, softmax, loss, lines, ax, ignore_index, use_softmax, s);
+    case 1:
+      return LaunchSoftmaxCrossEntropy<T, L, 1>(x, label, softmax, loss, lines, ax, ignore_index, use_softmax, s);
     case 32:
       return LaunchSoftmaxCrossEntropy<T, L, 32>(x, label, softmax, loss, lines, ax, ignore_index, use_softmax, s);
     default:
@@ -226,13 +223,14 @@ cudaError_t SoftmaxCrossEntropyGrad(const T* p, const L* label, const T* dloss, 
         dx[e] = lab == T(0) ? T(0) : -lab * (dloss[ax.Line(e)] / p[e]);
       });
     switch (GroupFor(n, inner)) {
-      case 1: SoftGradKernel<T, 1><<<Group<1>::Blocks(lines), kThreads, 0, s>>>(p, label, dloss, dx, lines, ax); break;
+      case 1:
+        SoftGradKernel<T, 1><<<Group<1>::Blocks(lines), kThreads, 0, s>>>(p, label, dloss, dx, lines, ax);
+        break;
       case 32:
         SoftGradKernel<T, 32><<<Group<32>::Blocks(lines), kThreads, 0, s>>>(p, label, dloss, dx, lines, ax);
         break;
       default:
-        SoftGradKernel<T, kThreads><<<Group<kThreads>::Blocks(lines), kThreads, 0, s>>>(p, label, dloss, dx, lines,
-                                                                                         ax);
+        SoftGradKernel<T, kThreads><<<Group<kThreads>::Blocks(lines), kThreads, 0, s>>>(p, label, dloss, dx, lines, ax);
     }
     return cudaGetLastError();
   } else {
@@ -353,16 +351,16 @@ cudaError_t SquaredL2NormGrad(const T* x, const T* dout, T* dx, int64_t n, cudaS
   return ForEach(s, n, [=] __device__(int64_t i) { dx[i] = T(2) * dout[0] * x[i]; });
 }
 
-#define PC_LABELED(T, L)                                                                                          \
-  template cudaError_t SoftmaxCrossEntropy<T, L>(const T*, const L*, T*, T*, int64_t, int64_t, int64_t, int64_t, \
-                                                 bool, cudaStream_t);                                             \
-  template cudaError_t SoftmaxCrossEntropyGrad<T, L>(const T*, const L*, const T*, T*, int64_t, int64_t, int64_t, \
+#define PC_LABELED(T, L)                                                                                               \
+  template cudaError_t SoftmaxCrossEntropy<T, L>(const T*, const L*, T*, T*, int64_t, int64_t, int64_t, int64_t, bool, \
+                                                 cudaStream_t);                                                        \
+  template cudaError_t SoftmaxCrossEntropyGrad<T, L>(const T*, const L*, const T*, T*, int64_t, int64_t, int64_t,      \
                                                      int64_t, bool, cudaStream_t);
-#define PC_FLOAT(T)                                                                                   \
-  PC_LABELED(T, int32_t)                                                                              \
-  PC_LABELED(T, int64_t)                                                                              \
-  PC_LABELED(T, T)                                                                                    \
-  template cudaError_t SquaredL2Norm<T>(const T*, int64_t, T*, double*, cudaStream_t);               \
+#define PC_FLOAT(T)                                                                    \
+  PC_LABELED(T, int32_t)                                                               \
+  PC_LABELED(T, int64_t)                                                               \
+  PC_LABELED(T, T)                                                                     \
+  template cudaError_t SquaredL2Norm<T>(const T*, int64_t, T*, double*, cudaStream_t); \
   template cudaError_t SquaredL2NormGrad<T>(const T*, const T*, T*, int64_t, cudaStream_t);
 PC_FLOAT(float)
 PC_FLOAT(double)
@@ -370,7 +368,7 @@ PC_FLOAT(double)
 #undef PC_LABELED
 template cudaError_t FindBadLabel<int32_t>(const int32_t*, int64_t, int64_t, int64_t, int64_t*, cudaStream_t);
 template cudaError_t FindBadLabel<int64_t>(const int64_t*, int64_t, int64_t, int64_t, int64_t*, cudaStream_t);
-#define PC_ACCURACY(I, L)                                                                                     \
+#define PC_ACCURACY(I, L)                                                                                         \
   template cudaError_t Accuracy<I, L>(const I*, const L*, int64_t, int64_t, float*, int32_t*, int32_t*, int64_t*, \
                                       cudaStream_t);
 PC_ACCURACY(int32_t, int32_t)

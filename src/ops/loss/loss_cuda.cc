@@ -14,11 +14,12 @@
 //    queuing their own work, and fail with the CPU's message when it reported a bad label: the error
 //    surfaces one step late, without any synchronization in the steady state. The report is sticky
 //    (the kernel never clears it), so a poll that finds the event still pending loses nothing.
+#include "loss/loss_cuda.h"
+
 #include <functional>
 #include <memory>
 
 #include "common/cuda_host.h"
-#include "loss/loss_cuda.h"
 
 namespace paddlec::ops {
 namespace {
@@ -96,9 +97,10 @@ class LabelCheck {
 /// The CPU's message for a label outside the classes (loss::CheckHardLabels).
 LabelCheck::Describe ClassesMessage(int64_t classes, int64_t ignore_index, std::string slot, int axis) {
   return [=](int64_t index, int64_t value) {
-    return MakeError(ErrorCode::kRuntime,
-                     "Label holds {} at index {}, outside the {} classes [0, {}) along axis {} of {} (ignore_index is {})",
-                     value, index, classes, classes, axis, slot, ignore_index);
+    return MakeError(
+        ErrorCode::kRuntime,
+        "Label holds {} at index {}, outside the {} classes [0, {}) along axis {} of {} (ignore_index is {})", value,
+        index, classes, classes, axis, slot, ignore_index);
   };
 }
 
@@ -106,9 +108,10 @@ LabelCheck::Describe ClassesMessage(int64_t classes, int64_t ignore_index, std::
 Status QueueLabelCheck(KernelContext& ctx, LabelCheck& check, const Tensor& label, int64_t count, int64_t classes,
                        int64_t ignore_index) {
   PC_ASSIGN_OR_RETURN(int64_t * report, check.device_report());
-  cudaError_t e = label.dtype() == DType::kInt32
-                      ? cuda::FindBadLabel(label.data<int32_t>(), count, classes, ignore_index, report, cuda::Stream(ctx))
-                      : cuda::FindBadLabel(label.data<int64_t>(), count, classes, ignore_index, report, cuda::Stream(ctx));
+  cudaError_t e =
+      label.dtype() == DType::kInt32
+          ? cuda::FindBadLabel(label.data<int32_t>(), count, classes, ignore_index, report, cuda::Stream(ctx))
+          : cuda::FindBadLabel(label.data<int64_t>(), count, classes, ignore_index, report, cuda::Stream(ctx));
   return cuda::Launched(e, "label check");
 }
 
@@ -209,14 +212,13 @@ class Kernel final : public OpKernel {
     if (!soft_) PC_RETURN_IF_ERROR(QueueLabelCheck(ctx, check_, label, v.lines(), v.n, ignore_));
     cudaError_t e = WithLabels<T>(label, soft_, [&](const auto* lp) {
       if (grad_)
-        return cuda::SoftmaxCrossEntropyGrad<T>(x.data<T>(), lp, ctx.In(kGDLoss).data<T>(), dx->data<T>(), v.outer,
-                                                v.n, v.inner, ignore_, use_softmax_, s);
+        return cuda::SoftmaxCrossEntropyGrad<T>(x.data<T>(), lp, ctx.In(kGDLoss).data<T>(), dx->data<T>(), v.outer, v.n,
+                                                v.inner, ignore_, use_softmax_, s);
       Tensor* sm = ctx.OutOpt(kSoftmax);  // intermediate: a program without a backward may leave it out
       return cuda::SoftmaxCrossEntropy<T>(x.data<T>(), lp, sm ? sm->data<T>() : nullptr, ctx.Out(kLoss).data<T>(),
                                           v.outer, v.n, v.inner, ignore_, use_softmax_, s);
     });
-    PC_RETURN_IF_ERROR(
-        cuda::Launched(e, grad_ ? "softmax_with_cross_entropy_grad" : "softmax_with_cross_entropy"));
+    PC_RETURN_IF_ERROR(cuda::Launched(e, grad_ ? "softmax_with_cross_entropy_grad" : "softmax_with_cross_entropy"));
     if (soft_) return Status::OK();
     return check_.Arm(ctx, ClassesMessage(v.n, ignore_, "Logits", axis));
   }
@@ -256,10 +258,12 @@ class Kernel final : public OpKernel {
     const cudaStream_t s = cuda::Stream(ctx);
     const bool idx64 = idx.dtype() == DType::kInt64, label64 = label.dtype() == DType::kInt64;
     cudaError_t e =
-        idx64 ? (label64 ? cuda::Accuracy(idx.data<int64_t>(), label.data<int64_t>(), n, k, a, correct, total, report, s)
-                         : cuda::Accuracy(idx.data<int64_t>(), label.data<int32_t>(), n, k, a, correct, total, report, s))
-              : (label64 ? cuda::Accuracy(idx.data<int32_t>(), label.data<int64_t>(), n, k, a, correct, total, report, s)
-                         : cuda::Accuracy(idx.data<int32_t>(), label.data<int32_t>(), n, k, a, correct, total, report, s));
+        idx64
+            ? (label64 ? cuda::Accuracy(idx.data<int64_t>(), label.data<int64_t>(), n, k, a, correct, total, report, s)
+                       : cuda::Accuracy(idx.data<int64_t>(), label.data<int32_t>(), n, k, a, correct, total, report, s))
+            : (label64
+                   ? cuda::Accuracy(idx.data<int32_t>(), label.data<int64_t>(), n, k, a, correct, total, report, s)
+                   : cuda::Accuracy(idx.data<int32_t>(), label.data<int32_t>(), n, k, a, correct, total, report, s));
     PC_RETURN_IF_ERROR(cuda::Launched(e, "accuracy"));
     return check_.Arm(ctx, [](int64_t row, int64_t value) {
       return MakeError(ErrorCode::kRuntime, "Label holds {} at row {}: class indices must be >= 0", value, row);

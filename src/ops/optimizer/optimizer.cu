@@ -127,9 +127,9 @@ cudaError_t AdamBetaPows(const AdamScalars& a, ScalarOut beta1_pow_out, ScalarOu
   return cudaGetLastError();
 }
 
-#define PC_INSTANTIATE(T)                                                                                        \
-  template cudaError_t Sgd<T>(ParamPtrs<T>, const T*, int64_t, Scalar, cudaStream_t);                          \
-  template cudaError_t Momentum<T>(ParamPtrs<T>, const T*, const T*, T*, int64_t, Scalar, T, T, T, bool, bool, \
+#define PC_INSTANTIATE(T)                                                                                       \
+  template cudaError_t Sgd<T>(ParamPtrs<T>, const T*, int64_t, Scalar, cudaStream_t);                           \
+  template cudaError_t Momentum<T>(ParamPtrs<T>, const T*, const T*, T*, int64_t, Scalar, T, T, T, bool, bool,  \
                                    cudaStream_t);                                                               \
   template cudaError_t Adam<T>(ParamPtrs<T>, const T*, const T*, T*, const T*, T*, int64_t, const AdamScalars&, \
                                cudaStream_t);

@@ -3,8 +3,9 @@
 // the optional Beta1Tensor/Beta2Tensor/EpsilonTensor/SkipUpdate on the device: no host
 // synchronization. (A scalar that lives in host memory is read on the host instead.) Built into
 // libpaddlec_cuda.so only.
-#include "common/cuda_host.h"
 #include "optimizer/optimizer_cuda.h"
+
+#include "common/cuda_host.h"
 
 namespace paddlec::ops {
 namespace {
@@ -173,11 +174,11 @@ Status Gpu(KernelContext& ctx, const Attrs& a) {
   }
   const Tensor& g = ctx.In(kGrad);
   const cudaStream_t stream = cuda::Stream(ctx);
-  PC_RETURN_IF_ERROR(cuda::Launched(
-      cuda::Adam<T>(PtrsOf<T>(ctx, kSlots, a.multi_precision), g.data<T>(), ctx.In(kMoment1).data<T>(),
-                    ctx.Out(kMoment1Out).data<T>(), ctx.In(kMoment2).data<T>(), ctx.Out(kMoment2Out).data<T>(),
-                    g.numel(), s, stream),
-      "adam"));
+  PC_RETURN_IF_ERROR(
+      cuda::Launched(cuda::Adam<T>(PtrsOf<T>(ctx, kSlots, a.multi_precision), g.data<T>(), ctx.In(kMoment1).data<T>(),
+                                   ctx.Out(kMoment1Out).data<T>(), ctx.In(kMoment2).data<T>(),
+                                   ctx.Out(kMoment2Out).data<T>(), g.numel(), s, stream),
+                     "adam"));
   PC_ASSIGN_OR_RETURN(cuda::ScalarOut b1, ScalarOutOf(ctx.Out(kBeta1PowOut), "Beta1PowOut"));
   PC_ASSIGN_OR_RETURN(cuda::ScalarOut b2, ScalarOutOf(ctx.Out(kBeta2PowOut), "Beta2PowOut"));
   return cuda::Launched(cuda::AdamBetaPows(s, b1, b2, a.use_global_beta_pow, stream), "adam beta powers");

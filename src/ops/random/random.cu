@@ -59,8 +59,8 @@ cudaError_t Uniform(T* p, int64_t n, uint64_t key, uint64_t step, double lo, dou
   constexpr int kPer = random_map::kPerBlock<T>;
   if (n <= 0) return cudaSuccess;
   const int64_t blocks = (n + kPer - 1) / kPer;
-  UniformKernel<T><<<Blocks(blocks), kThreads, 0, s>>>(p, n, key, step, lo, span, hi, below_hi, diag_num, diag_step,
-                                                        diag_val);
+  UniformKernel<T>
+      <<<Blocks(blocks), kThreads, 0, s>>>(p, n, key, step, lo, span, hi, below_hi, diag_num, diag_step, diag_val);
   return cudaGetLastError();
 }
 
@@ -72,9 +72,9 @@ cudaError_t Gaussian(T* p, int64_t n, uint64_t key, uint64_t step, double mean, 
   return cudaGetLastError();
 }
 
-#define PC_INSTANTIATE(T)                                                                                  \
+#define PC_INSTANTIATE(T)                                                                                     \
   template cudaError_t Uniform<T>(T*, int64_t, uint64_t, uint64_t, double, double, T, T, int64_t, int64_t, T, \
-                                  cudaStream_t);                                                           \
+                                  cudaStream_t);                                                              \
   template cudaError_t Gaussian<T>(T*, int64_t, uint64_t, uint64_t, double, double, double, cudaStream_t);
 PC_INSTANTIATE(float)
 PC_INSTANTIATE(double)

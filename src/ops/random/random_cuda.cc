@@ -2,10 +2,11 @@
 // stepped exactly as random.cc's kernels (same Philox key from `seed` or the plan's per-op seed, a
 // step counter bumped every Run), so a GPU draws the CPU's stream (random.cu says how exactly).
 // Built into libpaddlec_cuda.so only.
+#include "random/random_cuda.h"
+
 #include <cmath>
 
 #include "common/cuda_host.h"
-#include "random/random_cuda.h"
 
 namespace paddlec::ops {
 namespace {
@@ -72,7 +73,8 @@ class GaussianGpu final : public OpKernel {
 }  // namespace
 
 Status RegisterRandomCudaKernels(OpRegistry& r) {
-  PC_RETURN_IF_ERROR(r.AddKernel("uniform_random", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<UniformGpu<float>>()));
+  PC_RETURN_IF_ERROR(
+      r.AddKernel("uniform_random", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<UniformGpu<float>>()));
   PC_RETURN_IF_ERROR(
       r.AddKernel("uniform_random", DeviceType::kCUDA, DType::kFloat64, MakeKernelClass<UniformGpu<double>>()));
   PC_RETURN_IF_ERROR(

@@ -138,8 +138,7 @@ TEST_CASE("random_map: the GPU's Box-Muller map, with the host's log/sin/cos, is
       differ += g[i] != c[i];
       CHECK(std::fabs(g[i] - c[i]) <= std::fabs(std::nextafter(c[i], 2 * c[i]) - c[i]));
     }
-    MESSAGE("gaussian_random float32 elements that differ from the CPU's by one ulp: " << differ << " of "
-                                                                                          << g.size());
+    MESSAGE("gaussian_random float32 elements that differ from the CPU's by one ulp: " << differ << " of " << g.size());
     ExpectClose(gpu64[s], cpu64[s], {1e-15, 1e-14}, "gaussian_random float64 on the GPU vs the CPU");
   }
 }

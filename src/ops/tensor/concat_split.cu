@@ -54,11 +54,16 @@ cudaError_t MoveParts(void* whole, int64_t outer, int64_t whole_row, const PartT
   for (int i = 0; i <= parts.count; ++i) bits |= static_cast<uint64_t>(parts.offset[i]);
   for (int i = 0; i < parts.count; ++i) bits |= reinterpret_cast<uintptr_t>(parts.ptr[i]);
   switch (tensor_index::CopyUnit(bits)) {
-    case 16: return MoveAs<uint4>(whole, outer, whole_row, parts, gather, s);
-    case 8: return MoveAs<uint2>(whole, outer, whole_row, parts, gather, s);
-    case 4: return MoveAs<uint32_t>(whole, outer, whole_row, parts, gather, s);
-    case 2: return MoveAs<uint16_t>(whole, outer, whole_row, parts, gather, s);
-    default: return MoveAs<uint8_t>(whole, outer, whole_row, parts, gather, s);
+    case 16:
+      return MoveAs<uint4>(whole, outer, whole_row, parts, gather, s);
+    case 8:
+      return MoveAs<uint2>(whole, outer, whole_row, parts, gather, s);
+    case 4:
+      return MoveAs<uint32_t>(whole, outer, whole_row, parts, gather, s);
+    case 2:
+      return MoveAs<uint16_t>(whole, outer, whole_row, parts, gather, s);
+    default:
+      return MoveAs<uint8_t>(whole, outer, whole_row, parts, gather, s);
   }
 }
 

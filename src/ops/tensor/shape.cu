@@ -75,11 +75,16 @@ cudaError_t Transpose(const void* in, void* out, int elem_bytes, const Transpose
                            cudaMemcpyDeviceToDevice, s);
   }
   switch (elem_bytes) {
-    case 1: return TransposeAs<uint8_t>(in, out, plan, s);
-    case 2: return TransposeAs<uint16_t>(in, out, plan, s);
-    case 4: return TransposeAs<uint32_t>(in, out, plan, s);
-    case 8: return TransposeAs<unsigned long long>(in, out, plan, s);
-    default: return cudaErrorInvalidValue;
+    case 1:
+      return TransposeAs<uint8_t>(in, out, plan, s);
+    case 2:
+      return TransposeAs<uint16_t>(in, out, plan, s);
+    case 4:
+      return TransposeAs<uint32_t>(in, out, plan, s);
+    case 8:
+      return TransposeAs<unsigned long long>(in, out, plan, s);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

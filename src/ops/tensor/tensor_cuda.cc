@@ -3,6 +3,8 @@
 // concat (+ grad), split and top_k_v2 (+ grad), for every dtype the CPU registers. Copies and zero
 // fills are cudaMemcpyAsync / cudaMemsetAsync on the context's stream; the rest call the launchers
 // of fill.cu, shape.cu, concat_split.cu and top_k.cu. Built into libpaddlec_cuda.so only.
+#include "tensor/tensor_cuda.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "common/cuda_host.h"
-#include "tensor/tensor_cuda.h"
 
 namespace paddlec::ops {
 namespace {
@@ -150,9 +151,9 @@ Status Transpose(KernelContext& ctx, const Tensor& in, Tensor& out, const int* p
   int64_t dims[kMaxRank];
   for (int a = 0; a < in.dims().rank(); ++a) dims[a] = in.dims()[a];
   const ti::TransposePlan plan = ti::MakeTransposePlan(dims, perm, in.dims().rank());
-  return cuda::Launched(cuda::Transpose(in.raw_data(), out.raw_data(), static_cast<int>(SizeOf(in.dtype())), plan,
-                                        cuda::Stream(ctx)),
-                        "transpose2");
+  return cuda::Launched(
+      cuda::Transpose(in.raw_data(), out.raw_data(), static_cast<int>(SizeOf(in.dtype())), plan, cuda::Stream(ctx)),
+      "transpose2");
 }
 
 class TransposeGpu final : public OpKernel {
@@ -184,14 +185,14 @@ class TransposeGpu final : public OpKernel {
 
 // ---- concat, concat_grad, split -----------------------------------------------------------------
 
-constexpr InSlot kXIn{0, "X"};           // concat_grad: the forward inputs
+constexpr InSlot kXIn{0, "X"};  // concat_grad: the forward inputs
 constexpr InSlot kDOutConcat{1, "Out@GRAD"};
 
 /// Moves parts [0, nparts) between `whole` (outer rows of whole_len * inner_bytes bytes) and the parts
 /// (part(i): data or null to skip; len(i): length along the axis), kMaxParts per launch.
 template <class PartFn, class LenFn>
-Status MoveAllParts(KernelContext& ctx, void* whole, int64_t outer, int64_t whole_len, int64_t inner_bytes,
-                    int nparts, bool gather, PartFn part, LenFn len) {
+Status MoveAllParts(KernelContext& ctx, void* whole, int64_t outer, int64_t whole_len, int64_t inner_bytes, int nparts,
+                    bool gather, PartFn part, LenFn len) {
   int64_t off = 0;
   for (int first = 0; first < nparts; first += ti::kMaxParts) {
     ti::PartTable t;
@@ -202,8 +203,9 @@ Status MoveAllParts(KernelContext& ctx, void* whole, int64_t outer, int64_t whol
       off += len(first + j) * inner_bytes;
     }
     t.offset[t.count] = off;
-    PC_RETURN_IF_ERROR(cuda::Launched(
-        cuda::MoveParts(whole, outer, whole_len * inner_bytes, t, gather, cuda::Stream(ctx)), gather ? "concat" : "split"));
+    PC_RETURN_IF_ERROR(
+        cuda::Launched(cuda::MoveParts(whole, outer, whole_len * inner_bytes, t, gather, cuda::Stream(ctx)),
+                       gather ? "concat" : "split"));
   }
   return Status::OK();
 }

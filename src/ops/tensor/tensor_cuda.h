@@ -34,8 +34,8 @@ cudaError_t MoveParts(void* whole, int64_t outer, int64_t whole_row, const tenso
 /// (1 <= k <= n) into out/indices laid out [outer, k, inner], best first (sorted) or in ascending
 /// index order. Ties go to the lower index; NaN ranks above every number. T: float, double, int32, int64.
 template <class T>
-cudaError_t TopK(const T* x, T* out, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
-                 bool largest, bool sorted, cudaStream_t s);
+cudaError_t TopK(const T* x, T* out, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k, bool largest,
+                 bool sorted, cudaStream_t s);
 
 /// dx = 0, then dx[o, indices[o, j, i], i] = dout[o, j, i]; indices outside [0, n) are skipped.
 template <class T>

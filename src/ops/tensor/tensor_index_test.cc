@@ -38,7 +38,9 @@ std::vector<int> NaiveTranspose(const std::vector<int>& in, const std::vector<in
 std::vector<int> PlannedTranspose(const std::vector<int>& in, const TransposePlan& p) {
   std::vector<int> out(in.size(), -1);
   switch (p.kind) {
-    case TransposeKind::kCopy: out = in; break;
+    case TransposeKind::kCopy:
+      out = in;
+      break;
     case TransposeKind::kGather:
       for (int64_t i = 0; i < p.n; ++i) {
         out[i] = in[GatherOffset<int64_t>(p, i)];
@@ -74,11 +76,11 @@ TEST_CASE("tensor_index: transpose plans pick the kernel and reproduce a naive t
   CheckPlan({2, 1, 4}, {1, 0, 2}, TransposeKind::kCopy);  // only a size-1 axis moves
   CheckPlan({5}, {0}, TransposeKind::kCopy);
   CheckPlan({}, {}, TransposeKind::kCopy);
-  CheckPlan({2, 0, 3}, {2, 1, 0}, TransposeKind::kCopy);   // empty
-  CheckPlan({3, 4}, {1, 0}, TransposeKind::kTiles);        // matrix
-  CheckPlan({2, 3, 4, 5}, {0, 2, 3, 1}, TransposeKind::kTiles);  // NCHW -> NHWC
-  CheckPlan({2, 4, 5, 3}, {0, 3, 1, 2}, TransposeKind::kTiles);  // NHWC -> NCHW
-  CheckPlan({2, 3, 4, 5}, {0, 2, 1, 3}, TransposeKind::kGather); // attention heads: last axis stays
+  CheckPlan({2, 0, 3}, {2, 1, 0}, TransposeKind::kCopy);          // empty
+  CheckPlan({3, 4}, {1, 0}, TransposeKind::kTiles);               // matrix
+  CheckPlan({2, 3, 4, 5}, {0, 2, 3, 1}, TransposeKind::kTiles);   // NCHW -> NHWC
+  CheckPlan({2, 4, 5, 3}, {0, 3, 1, 2}, TransposeKind::kTiles);   // NHWC -> NCHW
+  CheckPlan({2, 3, 4, 5}, {0, 2, 1, 3}, TransposeKind::kGather);  // attention heads: last axis stays
   CheckPlan({2, 3, 4, 5}, {2, 0, 1, 3}, TransposeKind::kGather);
   CheckPlan({3, 1, 4, 1, 5}, {4, 3, 2, 1, 0}, TransposeKind::kTiles);
   CheckPlan({2, 3, 4, 5, 6}, {4, 0, 3, 1, 2}, TransposeKind::kTiles);

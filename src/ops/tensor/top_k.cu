@@ -136,16 +136,16 @@ cudaError_t LaunchTopK(const T* x, T* out, int64_t* indices, int64_t lines, int6
   constexpr int kGroups = kThreads / G;
   int64_t blocks = (lines + kGroups - 1) / kGroups;
   if (blocks > 132 * 64) blocks = 132 * 64;
-  TopKKernel<T, G><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(x, out, indices, lines, n, inner, k, largest,
-                                                                      sorted);
+  TopKKernel<T, G>
+      <<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(x, out, indices, lines, n, inner, k, largest, sorted);
   return cudaGetLastError();
 }
 
 }  // namespace
 
 template <class T>
-cudaError_t TopK(const T* x, T* out, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k,
-                 bool largest, bool sorted, cudaStream_t s) {
+cudaError_t TopK(const T* x, T* out, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k, bool largest,
+                 bool sorted, cudaStream_t s) {
   const int64_t lines = outer * inner;
   if (lines == 0 || k <= 0) return cudaSuccess;
   if (k > n) return cudaErrorInvalidValue;  // the host checks first; never read past a line
@@ -167,7 +167,7 @@ cudaError_t TopKGrad(const int64_t* indices, const T* dout, T* dx, int64_t outer
   });
 }
 
-#define PC_INSTANTIATE(T)                                                                                         \
+#define PC_INSTANTIATE(T) \
   template cudaError_t TopK<T>(const T*, T*, int64_t*, int64_t, int64_t, int64_t, int64_t, bool, bool, cudaStream_t);
 PC_INSTANTIATE(float)
 PC_INSTANTIATE(double)
