@@ -1,11 +1,70 @@
-// The control family's CUDA kernels (to be written; registers none yet).
+// conditional_block on a GPU place. The sub-block runs through the runtime's SubBlockRunner (its ops
+// get their own GPU kernels); only the condition needs care here.
+//
+// With is_scalar_condition, Cond is one bool that a GPU op produced in device memory. Whether the
+// sub-block runs decides which kernels the host queues next, so the host must know the value: the op's
+// semantics force one 1-byte device-to-host copy and a wait for the stream (everything queued before
+// it) per Run. That is the only synchronization in this family. (A Cond in host memory is read
+// directly.) The tensor-list condition (every Cond non-empty) depends on shapes only: no copy.
+// Built into libpaddlec_cuda.so only.
 #include "common/cuda_host.h"
 
 namespace paddlec::ops {
+namespace {
 
-Status RegisterControlCudaKernels(OpRegistry& registry) {
-  (void)registry;
-  return Status::OK();
+constexpr InSlot kCond{0, "Cond"};
+
+class ConditionalBlockGpu final : public OpKernel {
+ public:
+  explicit ConditionalBlockGpu(const KernelInit& init)
+      : block_(init.attrs.Get<int>("sub_block")),
+        scalar_(init.attrs.Get<bool>("is_scalar_condition")),
+        factory_(init.sub_blocks) {}
+
+  Status Run(KernelContext& ctx) override {
+    bool run = true;
+    if (scalar_) {
+      const Tensor& c = ctx.In(kCond);
+      if (c.numel() != 1 || c.dtype() != DType::kBool)
+        return MakeError(ErrorCode::kRuntime, "Cond must be one bool when is_scalar_condition is set, got {} {}",
+                         DTypeName(c.dtype()), c.dims().ToString());
+      if (c.place().is_cpu()) {
+        run = c.data<bool>()[0];
+      } else {
+        // Forced by the semantics (see the file comment): the host needs the bool to choose its next work.
+        bool value = false;
+        const cudaStream_t s = cuda::Stream(ctx);
+        PC_RETURN_IF_ERROR(cuda::Launched(
+            cudaMemcpyAsync(&value, c.raw_data(), sizeof(bool), cudaMemcpyDeviceToHost, s), "conditional_block Cond"));
+        PC_RETURN_IF_ERROR(cuda::Launched(cudaStreamSynchronize(s), "conditional_block Cond"));
+        run = value;
+      }
+    } else {
+      // PaddlePaddle's rule for tensor conditions: run when every Cond tensor is non-empty.
+      for (int i = 0; i < ctx.NumIn(kCond); ++i)
+        if (const Tensor* c = ctx.InOpt(kCond, i); c == nullptr || c->numel() == 0) run = false;
+    }
+    if (!run) return Status::OK();
+    if (!runner_) {
+      if (factory_ == nullptr)
+        return MakeError(ErrorCode::kInternal, "conditional_block needs the runtime's sub-block runner");
+      PC_ASSIGN_OR_RETURN(runner_, (*factory_)(block_));
+    }
+    return runner_->Run();
+  }
+
+ private:
+  int block_;
+  bool scalar_;
+  const SubBlockFactory* factory_;
+  std::unique_ptr<SubBlockRunner> runner_;
+};
+
+}  // namespace
+
+Status RegisterControlCudaKernels(OpRegistry& r) {
+  // The op's kernel dtype is fixed to float32 (control.cc): one kernel serves every Cond dtype.
+  return r.AddKernel("conditional_block", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<ConditionalBlockGpu>());
 }
 
 }  // namespace paddlec::ops

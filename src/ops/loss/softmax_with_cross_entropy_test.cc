@@ -49,7 +49,7 @@ Ref RefSwce(const Tensor& x, const Tensor& label, int axis, bool soft, bool use_
 
 TEST_CASE("softmax_with_cross_entropy hard labels on odd class counts") {
   for (DType dt : {DType::kFloat32, DType::kFloat64})
-    for (int64_t d : {1, 7, 513}) {
+    for (int64_t d : {1, 7, 513, 3001}) {  // 3001: a block per line on the GPU
       CAPTURE(DTypeName(dt));
       CAPTURE(d);
       Tensor x = RandomTensor(dt, {5, d}, 100 + d, -5, 5);
@@ -91,7 +91,7 @@ TEST_CASE("softmax_with_cross_entropy along a middle and the first axis") {
 }
 
 TEST_CASE("softmax_with_cross_entropy soft labels on odd class counts") {
-  for (int64_t d : {1, 7, 513}) {
+  for (int64_t d : {1, 7, 513, 3001}) {  // 3001: a block per line on the GPU
     CAPTURE(d);
     Tensor x = RandomTensor(DType::kFloat32, {3, d}, 120 + d, -5, 5);
     Tensor label = RandomTensor(DType::kFloat32, {3, d}, 121 + d, 0, 1);

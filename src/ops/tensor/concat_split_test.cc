@@ -275,6 +275,27 @@ TEST_CASE("split gradient is a concat of the outputs' gradients") {
   op.CheckGrad({.inputs = {"X"}, .eps = 1e-6, .tol = {1e-8, 1e-8}});
 }
 
+TEST_CASE("concat and split of more parts than one GPU launch takes") {
+  // 50 parts of odd byte widths (the GPU moves at most 48 per launch, in the widest unit that fits).
+  for (DType t : {DType::kFloat32, DType::kInt8, DType::kInt16}) {
+    CAPTURE(DTypeName(t));
+    std::vector<Tensor> xs;
+    for (int i = 0; i < 50; ++i) xs.push_back(RandomTensor(t, {3, 1 + i % 4, 3}, 200 + i, -9, 9));
+    OpTest c("concat");
+    c.Inputs("X", xs).Attr("axis", 1).Output("Out");
+    REQUIRE_OK(c.Run());
+    const Tensor whole = RefConcat(xs, 1);
+    c.ExpectOutput("Out", whole, {0, 0});
+
+    std::vector<int> sections;
+    for (const Tensor& x : xs) sections.push_back(static_cast<int>(x.dims()[1]));
+    OpTest s("split");
+    s.Input("X", whole).Attr("axis", 1).Attr("sections", sections).Output("Out", 50);
+    REQUIRE_OK(s.Run());
+    for (int i = 0; i < 50; ++i) s.ExpectOutput("Out", xs[i], {0, 0}, i);
+  }
+}
+
 TEST_CASE("concat and split give the same bits on 1 and 2 threads") {
   // Row-parallel (axis 1: 300 rows of 4 KB) and byte-parallel (axis 0: one 1.2 MB row) paths.
   for (int axis : {0, 1}) {

@@ -66,7 +66,10 @@ TEST_CASE("top_k_v2 matches a full sort on every axis, both directions, sorted o
                         {{1}, 1, 0},
                         // k > 16 takes the nth_element path
                         {{3, 50}, 20, -1},
-                        {{2, 25, 3}, 25, 1}};
+                        {{2, 25, 3}, 25, 1},
+                        // lines longer than 1024: a block per line on the GPU
+                        {{2, 3000}, 6, -1},
+                        {{2, 1100, 3}, 3, 1}};
   for (const Case& c : cases)
     for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32})
       for (bool largest : {true, false})
