@@ -21,6 +21,8 @@ class ConditionalBlockGpu final : public OpKernel {
         scalar_(init.attrs.Get<bool>("is_scalar_condition")),
         factory_(init.sub_blocks) {}
 
+  // Reads its condition on the host to decide what to run.
+  bool Replayable() const override { return false; }
   Status Run(KernelContext& ctx) override {
     bool run = true;
     if (scalar_) {

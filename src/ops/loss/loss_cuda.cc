@@ -148,6 +148,8 @@ class Kernel final : public OpKernel {
   Kernel(const KernelInit& init, bool grad)
       : soft_(init.attrs.Get<bool>("soft_label")), ignore_(init.attrs.Get<int>("ignore_index")), grad_(grad) {}
 
+  // Hard labels are checked through an event the host polls: not something a graph can replay.
+  bool Replayable() const override { return soft_; }
   Status Run(KernelContext& ctx) override {
     PC_RETURN_IF_ERROR(check_.Poll());
     Tensor* dx = grad_ ? ctx.OutOpt(kDX) : nullptr;
@@ -200,6 +202,8 @@ class Kernel final : public OpKernel {
         axis_(init.attrs.Get<int>("axis")),
         grad_(grad) {}
 
+  // Hard labels are checked through an event the host polls: not something a graph can replay.
+  bool Replayable() const override { return soft_; }
   Status Run(KernelContext& ctx) override {
     PC_RETURN_IF_ERROR(check_.Poll());
     Tensor* dx = grad_ ? ctx.OutOpt(kDLogits) : nullptr;

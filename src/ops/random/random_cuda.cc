@@ -24,15 +24,18 @@ class UniformGpu final : public OpKernel {
  public:
   explicit UniformGpu(const KernelInit& init)
       : key_(KeyOf(init)),
+        step_(init.start_step),
         min_(init.attrs.Get<float>("min")),
         max_(init.attrs.Get<float>("max")),
         diag_num_(init.attrs.Get<int>("diag_num")),
         diag_step_(init.attrs.Get<int>("diag_step")),
         diag_val_(static_cast<T>(init.attrs.Get<float>("diag_val"))) {}
 
+  // Each run draws new values (its step is a launch argument): a replay would repeat one draw.
+  bool Replayable() const override { return false; }
   Status Run(KernelContext& ctx) override {
     Tensor& out = ctx.Out(kOut);
-    const uint64_t step = step_++;  // as the CPU kernel: starts at 0 in every plan
+    const uint64_t step = step_++;  // as the CPU kernel: runs so far, counting those before a resume
     const double lo = min_, span = max_ - min_;
     const T hi = static_cast<T>(max_), below_hi = std::nextafter(hi, static_cast<T>(min_));
     return cuda::Launched(cuda::Uniform<T>(out.data<T>(), out.numel(), key_, step, lo, span, hi, below_hi, diag_num_,
@@ -42,7 +45,7 @@ class UniformGpu final : public OpKernel {
 
  private:
   uint64_t key_;
-  uint64_t step_ = 0;
+  uint64_t step_;
   double min_, max_;
   int64_t diag_num_, diag_step_;
   T diag_val_;
@@ -52,8 +55,10 @@ template <class T>
 class GaussianGpu final : public OpKernel {
  public:
   explicit GaussianGpu(const KernelInit& init)
-      : key_(KeyOf(init)), mean_(init.attrs.Get<float>("mean")), std_(init.attrs.Get<float>("std")) {}
+      : key_(KeyOf(init)), step_(init.start_step), mean_(init.attrs.Get<float>("mean")), std_(init.attrs.Get<float>("std")) {}
 
+  // Each run draws new values (its step is a launch argument): a replay would repeat one draw.
+  bool Replayable() const override { return false; }
   Status Run(KernelContext& ctx) override {
     Tensor& out = ctx.Out(kOut);
     const uint64_t step = step_++;
@@ -66,7 +71,7 @@ class GaussianGpu final : public OpKernel {
 
  private:
   uint64_t key_;
-  uint64_t step_ = 0;
+  uint64_t step_;
   double mean_, std_;
 };
 
