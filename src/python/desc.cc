@@ -255,8 +255,9 @@ struct OpHandle {
 
   pb::OpDesc& desc() const {
     if (state->epoch() != epoch)
-      throw PaddlecException(MakeError(ErrorCode::kNotFound, "this {} op belongs to an earlier version of its "
-                                       "program (a pass rewrote it or an op was removed)", op->type())
+      // The op may be gone: never touch it here.
+      throw PaddlecException(MakeError(ErrorCode::kNotFound, "this op handle belongs to an earlier version of its "
+                                       "program (a pass rewrote it or an op was removed)")
                                  .Note("look the op up again through its block"));
     return *op;
   }
@@ -651,7 +652,9 @@ void RegisterDesc(py::module_& m) {
   def_property(                                                                                     \
       #field, [](const VarHandle& v) { return v.desc().field(); },                                  \
       [](const VarHandle& v, bool x) {                                                              \
-        v.desc().set_##field(x);                                                                    \
+        /* false is the default: clearing keeps files free of "field: false" lines */               \
+        if (x) v.desc().set_##field(true);                                                          \
+        else v.desc().clear_##field();                                                              \
         v.state->Touch();                                                                           \
       },                                                                                            \
       doc)

@@ -12,6 +12,7 @@
 #include <list>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "bindings.h"
 #include "paddlec/io/params.h"
@@ -177,7 +178,7 @@ class PyExecutor {
   py::list Run(const StatePtr& program, int block_idx, const ScopePtr& scope, const py::dict& feeds,
                const std::vector<std::string>& fetches, uint64_t seed, bool zero_copy) {
     Entry& e = Prepare(program, block_idx, scope, seed);
-    runtime::Scope& s = scope->scope;
+    runtime::Scope& s = *e.local.child;
     auto& device = exec_->device();
     for (auto [k, v] : feeds) {
       if (!PyUnicode_Check(k.ptr())) throw py::type_error("feed names must be str");
@@ -224,11 +225,32 @@ class PyExecutor {
 
  private:
   using Key = std::tuple<const ProgramState*, int, const ScopeHolder*>;
+
+  /// The child of the caller's scope holding one plan's temporaries. Programs sharing a scope share
+  /// its persistable variables (parameters) but never each other's intermediates, which a plan sizes
+  /// once and would otherwise find resized by another plan.
+  struct LocalScope {
+    ScopePtr root;
+    runtime::Scope* child = nullptr;
+    LocalScope() = default;
+    LocalScope(ScopePtr r) : root(std::move(r)), child(&root->scope.NewChild()) {}
+    LocalScope(LocalScope&& o) noexcept : root(std::move(o.root)), child(std::exchange(o.child, nullptr)) {}
+    LocalScope& operator=(LocalScope&& o) noexcept {
+      std::swap(root, o.root);
+      std::swap(child, o.child);
+      return *this;
+    }
+    ~LocalScope() {
+      if (child != nullptr) root->scope.DeleteChild(child);
+    }
+  };
+
   struct Entry {
     StatePtr state;
     std::shared_ptr<ir::Program> program;  // the one the plan points into
-    ScopePtr scope;
+    LocalScope local;                      // declared before the plan: destroyed after it
     uint64_t version = 0, seed = 0;
+    bool ready = false;
     std::unique_ptr<runtime::Plan> plan;
     std::set<std::string> written;       // every variable an op of the block writes
     std::vector<std::string> in_place;   // variables an op reads and writes
@@ -238,19 +260,33 @@ class PyExecutor {
   Entry& Prepare(const StatePtr& program, int block_idx, const ScopePtr& scope, uint64_t seed) {
     Key key{program.get(), block_idx, scope.get()};
     auto it = cache_.find(key);
-    if (it != cache_.end() && it->second.version == program->version() && it->second.seed == seed) {
-      lru_.remove(key);
-      lru_.push_front(key);
-      return it->second;
+    if (it == cache_.end()) {
+      it = cache_.emplace(key, Entry{}).first;
+      it->second.local = LocalScope(scope);
     }
+    lru_.remove(key);
+    lru_.push_front(key);
+    while (lru_.size() > kMaxPlans) {
+      cache_.erase(lru_.back());
+      lru_.pop_back();
+    }
+    Entry& e = it->second;
+    if (e.ready && e.version == program->version() && e.seed == seed) return e;
+
+    e.ready = false;
+    e.plan.reset();  // before anything else points into the local scope
     ir::Block& block = program->block(block_idx);
-    Entry e;
+    // Persistable variables live in the caller's scope, where every program run on it finds them.
+    for (const ir::Block* b = &block; b != nullptr; b = b->parent())
+      for (const auto& v : b->desc().vars())
+        if (v.persistable() && scope->scope.FindLocal(v.name()) == nullptr) scope->scope.Var(v.name());
     e.state = program;
     e.program = program->shared_program();
-    e.scope = scope;
+    e.plan = ValueOrThrow(exec_->Prepare(block, *e.local.child, {.seed = seed}));
     e.version = program->version();
     e.seed = seed;
-    e.plan = ValueOrThrow(exec_->Prepare(block, scope->scope, {.seed = seed}));
+    e.written.clear();
+    e.in_place.clear();
     for (const auto& op : block.desc().ops()) {
       std::set<std::string> ins;
       for (const auto& s : op.inputs()) ins.insert(s.arguments().begin(), s.arguments().end());
@@ -261,18 +297,8 @@ class PyExecutor {
             e.in_place.push_back(a);
         }
     }
-    if (it != cache_.end()) {
-      it->second = std::move(e);
-      lru_.remove(key);
-    } else {
-      it = cache_.emplace(key, std::move(e)).first;
-    }
-    lru_.push_front(key);
-    while (lru_.size() > kMaxPlans) {
-      cache_.erase(lru_.back());
-      lru_.pop_back();
-    }
-    return it->second;
+    e.ready = true;
+    return e;
   }
 
   std::unique_ptr<runtime::Executor> exec_;

@@ -443,7 +443,7 @@ class Block:
                 d.dtype = np.dtype(dtype).name
             if shape is not None and d.is_tensor:
                 d.shape = _dims(shape)
-            if lod_level is not None:
+            if lod_level:
                 d.lod_level = int(lod_level)
             d.persistable = bool(persistable)
             d.stop_gradient = bool(stop_gradient)
@@ -460,7 +460,8 @@ class Block:
                          learning_rate=1.0, regularizer=None, attr=None):
         """Declares a parameter in the program's global block (whatever block this is) and makes
         the current startup program the one that initializes it. ``attr`` (a ParamAttr) supplies
-        any of the other arguments."""
+        any of the other arguments. The name of an existing parameter of the same shape and dtype
+        shares that parameter."""
         if attr is not None:
             name = attr.name if attr.name is not None else name
             initializer = attr.initializer if attr.initializer is not None else initializer
@@ -475,8 +476,15 @@ class Block:
         if name is None:
             name = self._program._unique_var_name("param")
         if gb.has_var(name):
-            raise errors.make(errors.InvalidArgumentError, "the program already has a variable named %r" % name,
-                              var=name, notes=["parameter names must be unique; pass another name"])
+            # Naming an existing parameter shares it (PaddlePaddle's ParamAttr(name=...) idiom).
+            existing = gb.var(name)
+            if isinstance(existing, Parameter) and list(existing.shape) == [int(d) for d in shape] and \
+                    existing.dtype == np.dtype(dtype).name:
+                return existing
+            raise errors.make(errors.InvalidArgumentError, "the program already has a variable named %r (%s %s), so "
+                              "a %s %s parameter cannot take that name" % (
+                                  name, existing.dtype, _format_shape(existing.shape), np.dtype(dtype).name,
+                                  _format_shape(tuple(shape))), var=name)
         gb._sync()
         d = gb.desc.create_var(name)
         p = Parameter(gb, name)

@@ -115,7 +115,7 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise errors.make(errors.InvalidArgumentError, "fc(): size must be a positive int, got %r" % (size,))
     with layer.context():
-        products = []
+        weights = []
         for i, x in enumerate(inputs):
             _variable("fc", "input", x)
             rank = len(x.shape)
@@ -124,11 +124,14 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
                                   "input %r of rank %d" % (num_flatten_dims, rank, x.name, rank))
             width = _known("fc", "input", x, range(num_flatten_dims, rank))
             suffix = "" if len(inputs) == 1 else "_%d" % i
-            w = layer.param(param_attr, "w" + suffix, [width, size], x.dtype)
+            weights.append(layer.param(param_attr, "w" + suffix, [width, size], x.dtype))
+        b = layer.param(bias_attr, "b", [size], inputs[0].dtype) if bias_attr is not False else None
+        products = []
+        for i, (x, w) in enumerate(zip(inputs, weights)):
+            suffix = "" if len(inputs) == 1 else "_%d" % i
             products.append(ops.mul(x=x, y=w, out=layer.var("mul" + suffix), x_num_col_dims=num_flatten_dims))
         out = products[0] if len(products) == 1 else ops.sum(x=products, out=layer.var("sum"))
-        if bias_attr is not False:
-            b = layer.param(bias_attr, "b", [size], out.dtype)
+        if b is not None:
             out = ops.elementwise_add(x=out, y=b, out=layer.var("out"), axis=num_flatten_dims)
         return layer.activation(out, act)
 

@@ -21,6 +21,18 @@ def generate(prefix):
 
 
 @contextlib.contextmanager
+def using(counters):
+    """Generates from ``counters`` (a dict, updated in place) inside the block: an object that
+    builds its own network (a Model, the v2 network) keeps its names independent of others."""
+    previous = _counters()
+    _state.counters = counters
+    try:
+        yield
+    finally:
+        _state.counters = previous
+
+
+@contextlib.contextmanager
 def guard():
     """Counters start from zero inside the block and are restored after it, so building the same
     network twice gives the same names."""

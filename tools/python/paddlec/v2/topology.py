@@ -1,7 +1,9 @@
 """The network v2 layers are added to, and the pruning that gives each trainer or infer() call only
 the ops its outputs need."""
 
-from paddlec import errors, framework
+import contextlib
+
+from paddlec import errors, framework, unique_name
 
 _state = {}
 
@@ -14,7 +16,7 @@ def reset(place="cpu", trainer_count=1, seed=0):
     main.random_seed = startup.random_seed = int(seed)
     main._link_startup(startup)
     _state.update(main=main, startup=startup, place=place, seed=int(seed), data_types={}, data_order=[],
-                  metrics={})
+                  metrics={}, names={})
 
 
 def state():
@@ -23,9 +25,12 @@ def state():
     return _state
 
 
+@contextlib.contextmanager
 def guard():
     s = state()
-    return framework.program_guard(s["main"], s["startup"])
+    # Names restart with each network (paddlec.v2.init), whatever else was built in between.
+    with framework.program_guard(s["main"], s["startup"]), unique_name.using(s["names"]):
+        yield
 
 
 def check_layer(value, what):
