@@ -472,13 +472,19 @@ class Block:
         if any(d is None or int(d) < 0 for d in shape):
             raise errors.make(errors.InvalidArgumentError, "parameter %r needs known dims, got %s"
                               % (name, _format_shape(tuple(shape))))
+        return self._new_parameter(shape, dtype, name, initializer, trainable, learning_rate, regularizer)
+
+    def _new_parameter(self, shape, dtype, name, initializer, trainable, learning_rate, regularizer):
+        # Unknown dims (-1) are allowed here for a caller that sets them before the parameter is
+        # initialized (a Model whose input size comes with its data).
+        shape = [-1 if d is None else int(d) for d in shape]
         gb = self._program.global_block()
         if name is None:
             name = self._program._unique_var_name("param")
         if gb.has_var(name):
             # Naming an existing parameter shares it (PaddlePaddle's ParamAttr(name=...) idiom).
             existing = gb.var(name)
-            if isinstance(existing, Parameter) and list(existing.shape) == [int(d) for d in shape] and \
+            if isinstance(existing, Parameter) and list(existing.desc.shape) == shape and \
                     existing.dtype == np.dtype(dtype).name:
                 return existing
             raise errors.make(errors.InvalidArgumentError, "the program already has a variable named %r (%s %s), so "
@@ -492,7 +498,7 @@ class Block:
         gb._mark_synced()
         try:
             d.dtype = np.dtype(dtype).name
-            d.shape = [int(x) for x in shape]
+            d.shape = shape
             d.persistable = True
             d.is_parameter = True
             p.trainable = trainable

@@ -1,9 +1,9 @@
 """The Model style of the design documents: one object holding a network, its parameters and the
 data it runs on. Layers take Variables or variable names; a name nothing declared yet becomes a
-data input::
+data input, whose size may come later with its data::
 
     m = Model()
-    hidden = m.fc_layer(input="img", size=200, activation="sigmoid", input_size=784)
+    hidden = m.fc_layer(input="img", size=200, activation="sigmoid")
     prob = m.fc_layer(input=hidden, size=10, activation="softmax")
     loss = m.mean(m.cross_entropy(prob, label="label"))
     m.backward(loss)
@@ -14,9 +14,12 @@ data input::
     m.run()                      # one training step; returns the loss
 """
 
+import contextlib
+
 import numpy as np
 
-from paddlec import errors, framework, io, layers
+from paddlec import errors, framework, io, layers, ops, unique_name
+from paddlec import param_attr as paddlec_param_attr
 from paddlec.backward import append_backward
 from paddlec.executor import Executor, Scope
 from paddlec.optimizer import SGD
@@ -38,12 +41,18 @@ class Model:
         self.scope = Scope()
         self.executor = Executor(place)
         self._data = {}
+        self._names = {}
+        self._deferred = []  # (weight, input) pairs waiting for the input's width
         self._last = None
         self._loss = None
         self._initialized = False
 
+    @contextlib.contextmanager
     def _guard(self):
-        return framework.program_guard(self.program, self.startup_program)
+        # The model's own name counters: its parameters are named the same in every model built the
+        # same way, so parameter files move between them.
+        with framework.program_guard(self.program, self.startup_program), unique_name.using(self._names):
+            yield
 
     def _track(self, var):
         self._last = var
@@ -54,7 +63,7 @@ class Model:
         with self._guard():
             return layers.data(name, shape, dtype=dtype)
 
-    def _input(self, method, arg, value, shape=None, dtype="float32"):
+    def _input(self, method, arg, value, shape=None, dtype="float32", deferrable=False):
         if isinstance(value, framework.Variable):
             if value.block.program is not self.program:
                 raise errors.make(errors.InvalidArgumentError, "%s(): %s %r belongs to another model"
@@ -68,6 +77,8 @@ class Model:
             return var
         if shape is None and value in self._data:
             shape = list(self._data[value].shape[1:])
+        if shape is None and deferrable:
+            shape = [-1]  # the width comes with the data (see _resolve)
         if shape is None:
             raise errors.make(errors.InvalidArgumentError, "%s(): %s %r names no variable yet, and its size is unknown"
                               % (method, arg, value),
@@ -75,15 +86,55 @@ class Model:
         return self.data(value, shape, dtype)
 
     def fc_layer(self, input, size, activation=None, name=None, input_size=None, param_attr=None, bias_attr=None):
-        """A fully connected layer; ``input`` may name a data input (created as float32
-        [batch, input_size] when nothing declares it yet)."""
+        """A fully connected layer. ``input`` may name a data input nothing declares yet: it becomes
+        float32 [batch, input_size], or [batch, width] with the width of the first array filled into
+        it when input_size is not given."""
         if activation not in _ACTIVATIONS:
             raise errors.make(errors.InvalidArgumentError, "fc_layer(): unknown activation %r" % (activation,),
                               notes=["expected one of " + ", ".join(repr(a) for a in _ACTIVATIONS if a)])
-        x = self._input("fc_layer", "input", input, None if input_size is None else [int(input_size)])
+        x = self._input("fc_layer", "input", input, None if input_size is None else [int(input_size)],
+                        deferrable=True)
         with self._guard():
+            if len(x.shape) == 2 and x.shape[1] is None:
+                return self._track(self._deferred_fc(x, size, _ACTIVATIONS[activation], name, param_attr, bias_attr))
             return self._track(layers.fc(x, size, act=_ACTIVATIONS[activation], name=name, param_attr=param_attr,
                                          bias_attr=bias_attr))
+
+    def _deferred_fc(self, x, size, act, name, param_attr, bias_attr):
+        # layers.fc's ops, with a weight whose height is set once the input's width is known.
+        layer = layers._Layer("fc", name)
+        with layer.context():
+            attr = paddlec_param_attr.ParamAttr.of(param_attr)
+            w = layer.block._new_parameter([-1, size], x.dtype, attr.name or layer.prefix + ".w", attr.initializer,
+                                           attr.trainable, attr.learning_rate, attr.regularizer)
+            b = layer.param(bias_attr, "b", [size], x.dtype) if bias_attr is not False else None
+            out = ops.mul(x=x, y=w, out=layer.var("mul"))
+            if b is not None:
+                out = ops.elementwise_add(x=out, y=b, out=layer.var("out"), axis=1)
+            self._deferred.append((w, x))
+            return layer.activation(out, act)
+
+    def _resolve(self):
+        """Sets the sizes that waited for data: each deferred input takes its filled array's width,
+        each deferred weight that height, and shape inference runs again over the program."""
+        if not self._deferred:
+            return
+        for _, x in self._deferred:
+            if x.shape[1] is not None:
+                continue
+            if x.name not in self._data:
+                raise errors.make(errors.InvalidArgumentError, "the size of input %r is not known yet" % x.name,
+                                  notes=["fill(%r, array) before initializing or running, or pass input_size= to "
+                                         "the layer" % x.name])
+            array = self._data[x.name]
+            if array.ndim != 2:
+                raise errors.make(errors.InvalidArgumentError, "input %r takes [batch, width] arrays, got shape %s"
+                                  % (x.name, framework._format_shape(array.shape)))
+            x.desc.shape = [-1, int(array.shape[1])]
+        for w, x in self._deferred:
+            w.desc.shape = [x.shape[1], w.shape[1]]
+        self.program._apply_passes("infer-shape", self.startup_program)
+        self._deferred = []
 
     def cross_entropy(self, input, label, name=None):
         """-log(input[label]) per sample; a label name nothing declares becomes an int64 [batch, 1] input."""
@@ -119,12 +170,14 @@ class Model:
 
     def initialize_parameters(self):
         """Runs the startup program: every parameter gets its initial value."""
+        self._resolve()
         self.executor.run(self.startup_program, scope=self.scope)
         self._initialized = True
 
     def load_parameters(self, path):
         """Reads the model's parameters from a PaddlePaddle combined params file (sorted names), as
         ``paddlec train --save-params`` writes it."""
+        self._resolve()
         names = io.load_params(path, self.program, self.scope, model_only=True)
         self._initialized = True
         return names
@@ -149,13 +202,14 @@ class Model:
         self.scope.set(name, array.astype(want))
 
     def get(self, name):
-        """The current value of a variable (a parameter, or anything the last run computed)."""
+        """The current value of a persistable variable (a parameter); run(fetch) returns others."""
         return self.scope.get(name.name if isinstance(name, framework.Variable) else name)
 
     def run(self, fetch=None):
         """Runs the network once on the filled inputs (a training step once sgd() was called).
         Returns the value of ``fetch`` (a Variable or name; default: the loss, else the last
         layer), or a list of values for a list."""
+        self._resolve()
         if not self._initialized and self.program.all_parameters():
             raise errors.make(errors.InvalidArgumentError, "run(): the parameters have no values",
                               notes=["call initialize_parameters() or load_parameters(path) first"])

@@ -62,13 +62,34 @@ def test_parameters_load_into_another_model_and_fill_sets_them(tmp_path):
         b.fill("fc_0.w", np.zeros((3, 3)))
 
 
+def test_an_input_size_can_come_with_the_data():
+    m = paddlec.Model(seed=4)
+    hidden = m.fc_layer(input="img", size=32, activation="sigmoid")  # the example: no size given
+    prob = m.fc_layer(input=hidden, size=4, activation="softmax")
+    loss = m.mean(m.cross_entropy(prob, label="label"))
+    assert m.program.global_block().var("img").shape == (None, None) and hidden.shape == (None, 32)
+    m.backward(loss)
+    m.sgd(learning_rate=0.5)
+    with pytest.raises(errors.InvalidArgumentError, match="the size of input 'img' is not known yet"):
+        m.initialize_parameters()
+    images, labels = blobs()
+    m.fill("img", images)
+    m.fill("label", labels)
+    m.initialize_parameters()
+    gb = m.program.global_block()
+    assert gb.var("img").shape == (None, 20) and gb.var("fc_0.w").shape == (20, 32)
+    assert gb.var("fc_0.w@GRAD").shape == (20, 32)  # shapes were inferred again through the backward ops
+    losses = [float(m.run()) for _ in range(20)]
+    assert losses[-1] < 0.5 * losses[0]
+
+
 def test_model_mistakes_are_reported():
     m = paddlec.Model()
-    with pytest.raises(errors.InvalidArgumentError, match="'img' names no variable yet, and its size is unknown"):
-        m.fc_layer(input="img", size=3)
+    with pytest.raises(errors.InvalidArgumentError, match="'label' names no variable yet, and its size is unknown"):
+        m.mean("label")
     m.fill("img", np.zeros((2, 5), "f4"))
     out = m.fc_layer(input="img", size=3, activation="tanh")  # the size comes from the filled array
-    assert out.shape == (None, 3)
+    assert out.shape == (None, 3) and m.program.global_block().var("fc_0.w").shape == (5, 3)
     with pytest.raises(errors.InvalidArgumentError, match="unknown activation"):
         m.fc_layer(input=out, size=3, activation="swish")
     with pytest.raises(errors.InvalidArgumentError, match="call backward"):
