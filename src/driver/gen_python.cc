@@ -20,11 +20,11 @@ namespace pb = ::paddle::framework::proto;
 constexpr size_t kLineWidth = 100;
 
 const std::set<std::string>& PythonKeywords() {
-  static const std::set<std::string> k = {
-      "False", "None",   "True",    "and",      "as",   "assert", "async",  "await",    "break",
-      "class", "continue", "def",   "del",      "elif", "else",   "except", "finally",  "for",
-      "from",  "global", "if",      "import",   "in",   "is",     "lambda", "nonlocal", "not",
-      "or",    "pass",   "raise",   "return",   "try",  "while",  "with",   "yield"};
+  static const std::set<std::string> k = {"False",  "None",   "True",    "and",      "as",       "assert", "async",
+                                          "await",  "break",  "class",   "continue", "def",      "del",    "elif",
+                                          "else",   "except", "finally", "for",      "from",     "global", "if",
+                                          "import", "in",     "is",      "lambda",   "nonlocal", "not",    "or",
+                                          "pass",   "raise",  "return",  "try",      "while",    "with",   "yield"};
   return k;
 }
 
@@ -69,14 +69,26 @@ std::string PyString(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
-        if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-        else out += static_cast<char>(c);
+        if (c < 0x20 || c == 0x7f)
+          out += fmt::format("\\x{:02x}", c);
+        else
+          out += static_cast<char>(c);
     }
   }
   return out + "\"";
@@ -107,41 +119,67 @@ std::string PyLiteral(const pb::OpDesc::Attr& a) {
   auto flt = [](auto x) { return PyFloat(x); };
   auto boolean = [](bool x) { return std::string(x ? "True" : "False"); };
   switch (a.type()) {
-    case pb::INT: return std::to_string(a.i());
-    case pb::LONG: return std::to_string(a.l());
-    case pb::FLOAT: return PyFloat(a.f());
-    case pb::FLOAT64: return PyFloat(a.float64());
-    case pb::STRING: return PyString(a.s());
-    case pb::BOOLEAN: return boolean(a.b());
-    case pb::INTS: return PyTuple(a.ints(), num);
-    case pb::LONGS: return PyTuple(a.longs(), num);
-    case pb::FLOATS: return PyTuple(a.floats(), flt);
-    case pb::FLOAT64S: return PyTuple(a.float64s(), flt);
-    case pb::BOOLEANS: return PyTuple(a.bools(), boolean);
-    case pb::STRINGS: return PyTuple(a.strings(), str);
-    case pb::BLOCK: return std::to_string(a.block_idx());
-    case pb::BLOCKS: return PyTuple(a.blocks_idx(), num);
-    default: return "None";
+    case pb::INT:
+      return std::to_string(a.i());
+    case pb::LONG:
+      return std::to_string(a.l());
+    case pb::FLOAT:
+      return PyFloat(a.f());
+    case pb::FLOAT64:
+      return PyFloat(a.float64());
+    case pb::STRING:
+      return PyString(a.s());
+    case pb::BOOLEAN:
+      return boolean(a.b());
+    case pb::INTS:
+      return PyTuple(a.ints(), num);
+    case pb::LONGS:
+      return PyTuple(a.longs(), num);
+    case pb::FLOATS:
+      return PyTuple(a.floats(), flt);
+    case pb::FLOAT64S:
+      return PyTuple(a.float64s(), flt);
+    case pb::BOOLEANS:
+      return PyTuple(a.bools(), boolean);
+    case pb::STRINGS:
+      return PyTuple(a.strings(), str);
+    case pb::BLOCK:
+      return std::to_string(a.block_idx());
+    case pb::BLOCKS:
+      return PyTuple(a.blocks_idx(), num);
+    default:
+      return "None";
   }
 }
 
 std::string PyTypeName(pb::AttrType t) {
   switch (t) {
     case pb::INT:
-    case pb::LONG: return "int";
+    case pb::LONG:
+      return "int";
     case pb::FLOAT:
-    case pb::FLOAT64: return "float";
-    case pb::STRING: return "str";
-    case pb::BOOLEAN: return "bool";
+    case pb::FLOAT64:
+      return "float";
+    case pb::STRING:
+      return "str";
+    case pb::BOOLEAN:
+      return "bool";
     case pb::INTS:
-    case pb::LONGS: return "list of int";
+    case pb::LONGS:
+      return "list of int";
     case pb::FLOATS:
-    case pb::FLOAT64S: return "list of float";
-    case pb::BOOLEANS: return "list of bool";
-    case pb::STRINGS: return "list of str";
-    case pb::BLOCK: return "Block or int";
-    case pb::BLOCKS: return "list of Block or int";
-    default: return "object";
+    case pb::FLOAT64S:
+      return "list of float";
+    case pb::BOOLEANS:
+      return "list of bool";
+    case pb::STRINGS:
+      return "list of str";
+    case pb::BLOCK:
+      return "Block or int";
+    case pb::BLOCKS:
+      return "list of Block or int";
+    default:
+      return "object";
   }
 }
 
@@ -153,9 +191,12 @@ std::string Number(double v) {
 /// The checks of an attribute in words: "in [0, 1]; one of 'NCHW', 'NHWC'; non-empty".
 std::string AttrChecks(const pb::OpProto::Attr& a) {
   std::vector<std::string> parts;
-  if (a.has_min() && a.has_max()) parts.push_back(fmt::format("in [{}, {}]", Number(a.min()), Number(a.max())));
-  else if (a.has_min()) parts.push_back(">= " + Number(a.min()));
-  else if (a.has_max()) parts.push_back("<= " + Number(a.max()));
+  if (a.has_min() && a.has_max())
+    parts.push_back(fmt::format("in [{}, {}]", Number(a.min()), Number(a.max())));
+  else if (a.has_min())
+    parts.push_back(">= " + Number(a.min()));
+  else if (a.has_max())
+    parts.push_back("<= " + Number(a.max()));
   if (a.allowed_strings_size()) {
     std::string v;
     for (const auto& s : a.allowed_strings()) v += (v.empty() ? "" : ", ") + PyString(s);
@@ -294,10 +335,16 @@ std::string Docstring(const pb::OpProto& p, const std::vector<PythonArg>& args) 
     for (size_t k = 0; k < r.slots.size(); ++k) doc += Wrap(i8 + "- ", describe(k), 10) + "\n";
   }
   doc += "\nRaises:\n";
-  doc += Wrap(i4 + "TypeError: ", "an argument of the wrong type (a non-Variable input, an attribute value of "
-                                  "the wrong type).", 8) + "\n";
-  doc += Wrap(i4 + "ValueError: ", "an attribute out of range or not allowed, or inputs the op rejects "
-                                   "(paddlec's diagnostic names the op, the slots and their shapes).", 8) + "\n";
+  doc += Wrap(i4 + "TypeError: ",
+              "an argument of the wrong type (a non-Variable input, an attribute value of "
+              "the wrong type).",
+              8) +
+         "\n";
+  doc += Wrap(i4 + "ValueError: ",
+              "an attribute out of range or not allowed, or inputs the op rejects "
+              "(paddlec's diagnostic names the op, the slots and their shapes).",
+              8) +
+         "\n";
   return doc;
 }
 
@@ -426,15 +473,16 @@ std::string GeneratePythonOps() {
   out += "# paddlec.ops: one function per registered operator, generated from the OpProtos by\n";
   out += fmt::format("# `paddlec gen-python` (paddlec {}). Do not edit; regenerate.\n", PADDLEC_VERSION);
   out += "\"\"\"Operator functions, one per op registered in paddlec's C++ core.\n\n";
-  out += Wrap("", "Each function appends its op to the current block of the default main program (see "
-                  "paddlec.program_guard) and returns its output Variables. Arguments are keyword-only and "
-                  "named in snake_case after the op's slots (X -> x, XShape -> x_shape, Out@GRAD -> "
-                  "out_grad) and attributes; when a slot's name equals an attribute's, the attribute keeps "
-                  "the name and the slot gets `_var` appended (dropout: seed is the attribute, seed_var "
-                  "the Seed input); a name that is a Python keyword gets `_` appended. Backend-only "
-                  "attributes (flagged extra) are not arguments: they keep their defaults. Outputs not "
-                  "given are created in the current block; the function returns the outputs that are "
-                  "neither intermediate nor dispensable: one Variable, or a tuple in proto order.",
+  out += Wrap("",
+              "Each function appends its op to the current block of the default main program (see "
+              "paddlec.program_guard) and returns its output Variables. Arguments are keyword-only and "
+              "named in snake_case after the op's slots (X -> x, XShape -> x_shape, Out@GRAD -> "
+              "out_grad) and attributes; when a slot's name equals an attribute's, the attribute keeps "
+              "the name and the slot gets `_var` appended (dropout: seed is the attribute, seed_var "
+              "the Seed input); a name that is a Python keyword gets `_` appended. Backend-only "
+              "attributes (flagged extra) are not arguments: they keep their defaults. Outputs not "
+              "given are created in the current block; the function returns the outputs that are "
+              "neither intermediate nor dispensable: one Variable, or a tuple in proto order.",
               0);
   out += "\n\"\"\"\n\n";
   out += "from paddlec._op_support import append_op as _append_op\n\n";

@@ -1,6 +1,7 @@
 // Image datasets for Python: io::LoadImageDataset (the reader `paddlec train` uses), as NumPy arrays.
-#include <cstring>
 #include <pybind11/stl.h>
+
+#include <cstring>
 
 #include "bindings.h"
 #include "paddlec/io/dataset.h"
@@ -33,9 +34,13 @@ void RegisterDatasets(py::module_& m) {
       "load_image_dataset",
       [](const std::string& dir, const std::string& normalize) {
         io::Normalization norm;
-        if (normalize == "unit") norm = io::Normalization::kUnit;
-        else if (normalize == "meanstd") norm = io::Normalization::kMeanStd;
-        else throw PaddlecException(MakeError(ErrorCode::kInvalidArgument, "normalize must be 'unit' or 'meanstd', not '{}'", normalize));
+        if (normalize == "unit")
+          norm = io::Normalization::kUnit;
+        else if (normalize == "meanstd")
+          norm = io::Normalization::kMeanStd;
+        else
+          throw PaddlecException(
+              MakeError(ErrorCode::kInvalidArgument, "normalize must be 'unit' or 'meanstd', not '{}'", normalize));
         io::ImageDataset data;
         {
           py::gil_scoped_release release;

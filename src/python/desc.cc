@@ -23,9 +23,7 @@ namespace paddlec::python {
 
 ProgramState::ProgramState() : program_(ir::Program::CreateEmpty()) {}
 
-ProgramState::ProgramState(pb::ProgramDesc desc) {
-  program_ = ValueOrThrow(ir::Program::CreateOwned(std::move(desc)));
-}
+ProgramState::ProgramState(pb::ProgramDesc desc) { program_ = ValueOrThrow(ir::Program::CreateOwned(std::move(desc))); }
 
 void ProgramState::Replace(pb::ProgramDesc desc) {
   program_ = ValueOrThrow(ir::Program::CreateOwned(std::move(desc)));
@@ -64,35 +62,67 @@ class AttrConverter {
     a.set_name(name_);
     a.set_type(type_);
     switch (type_) {
-      case pb::INT: a.set_i(static_cast<int32_t>(Int(v, INT32_MIN, INT32_MAX))); break;
-      case pb::LONG: a.set_l(Int(v, INT64_MIN, INT64_MAX)); break;
-      case pb::FLOAT: a.set_f(Float32(v)); break;
-      case pb::FLOAT64: a.set_float64(Double(v)); break;
-      case pb::BOOLEAN: a.set_b(Bool(v)); break;
-      case pb::STRING: a.set_s(Str(v)); break;
-      case pb::BLOCK: a.set_block_idx(static_cast<int32_t>(Int(v, 0, INT32_MAX))); break;
-      case pb::INTS: for (auto x : List(v)) a.add_ints(static_cast<int32_t>(Int(x, INT32_MIN, INT32_MAX))); break;
-      case pb::LONGS: for (auto x : List(v)) a.add_longs(Int(x, INT64_MIN, INT64_MAX)); break;
-      case pb::FLOATS: for (auto x : List(v)) a.add_floats(Float32(x)); break;
-      case pb::FLOAT64S: for (auto x : List(v)) a.add_float64s(Double(x)); break;
-      case pb::BOOLEANS: for (auto x : List(v)) a.add_bools(Bool(x)); break;
-      case pb::STRINGS: for (auto x : List(v)) a.add_strings(Str(x)); break;
-      case pb::BLOCKS: for (auto x : List(v)) a.add_blocks_idx(static_cast<int32_t>(Int(x, 0, INT32_MAX))); break;
+      case pb::INT:
+        a.set_i(static_cast<int32_t>(Int(v, INT32_MIN, INT32_MAX)));
+        break;
+      case pb::LONG:
+        a.set_l(Int(v, INT64_MIN, INT64_MAX));
+        break;
+      case pb::FLOAT:
+        a.set_f(Float32(v));
+        break;
+      case pb::FLOAT64:
+        a.set_float64(Double(v));
+        break;
+      case pb::BOOLEAN:
+        a.set_b(Bool(v));
+        break;
+      case pb::STRING:
+        a.set_s(Str(v));
+        break;
+      case pb::BLOCK:
+        a.set_block_idx(static_cast<int32_t>(Int(v, 0, INT32_MAX)));
+        break;
+      case pb::INTS:
+        for (auto x : List(v)) a.add_ints(static_cast<int32_t>(Int(x, INT32_MIN, INT32_MAX)));
+        break;
+      case pb::LONGS:
+        for (auto x : List(v)) a.add_longs(Int(x, INT64_MIN, INT64_MAX));
+        break;
+      case pb::FLOATS:
+        for (auto x : List(v)) a.add_floats(Float32(x));
+        break;
+      case pb::FLOAT64S:
+        for (auto x : List(v)) a.add_float64s(Double(x));
+        break;
+      case pb::BOOLEANS:
+        for (auto x : List(v)) a.add_bools(Bool(x));
+        break;
+      case pb::STRINGS:
+        for (auto x : List(v)) a.add_strings(Str(x));
+        break;
+      case pb::BLOCKS:
+        for (auto x : List(v)) a.add_blocks_idx(static_cast<int32_t>(Int(x, 0, INT32_MAX)));
+        break;
       default:
-        throw PaddlecException(MakeError(ErrorCode::kUnimplemented, "op '{}': attribute '{}' has type {}, which "
-                                         "Python cannot set", op_, name_, ir::AttrTypeName(type_)));
+        throw PaddlecException(MakeError(ErrorCode::kUnimplemented,
+                                         "op '{}': attribute '{}' has type {}, which "
+                                         "Python cannot set",
+                                         op_, name_, ir::AttrTypeName(type_)));
     }
     return a;
   }
 
  private:
   [[noreturn]] void WrongType(py::handle v, const char* want) const {
-    ThrowAttrTypeError(MakeError(ErrorCode::kValidation, "op '{}': attribute '{}' ({}) takes {}, got {} {}", op_,
-                                 name_, ir::AttrTypeName(type_), want, TypeName(v), Repr(v)));
+    ThrowAttrTypeError(MakeError(ErrorCode::kValidation, "op '{}': attribute '{}' ({}) takes {}, got {} {}", op_, name_,
+                                 ir::AttrTypeName(type_), want, TypeName(v), Repr(v)));
   }
   [[noreturn]] void OutOfRange(py::handle v, const char* what) const {
-    throw PaddlecException(MakeError(ErrorCode::kInvalidArgument, "op '{}': attribute '{}' ({}) value {} is out of "
-                                     "range for {}", op_, name_, ir::AttrTypeName(type_), Repr(v), what));
+    throw PaddlecException(MakeError(ErrorCode::kInvalidArgument,
+                                     "op '{}': attribute '{}' ({}) value {} is out of "
+                                     "range for {}",
+                                     op_, name_, ir::AttrTypeName(type_), Repr(v), what));
   }
   static bool IsInt(py::handle v) { return !PyBool_Check(v.ptr()) && PyIndex_Check(v.ptr()); }
 
@@ -166,23 +196,40 @@ py::list ToList(const R& xs, F&& f) {
 py::object AttrToPython(const pb::OpDesc::Attr& a) {
   auto id = [](auto x) { return py::cast(x); };
   switch (a.type()) {
-    case pb::INT: return py::int_(a.i());
-    case pb::LONG: return py::int_(a.l());
-    case pb::FLOAT: return py::float_(a.f());
-    case pb::FLOAT64: return py::float_(a.float64());
-    case pb::BOOLEAN: return py::bool_(a.b());
-    case pb::STRING: return py::str(a.s());
-    case pb::BLOCK: return py::int_(a.block_idx());
-    case pb::INTS: return ToList(a.ints(), id);
-    case pb::LONGS: return ToList(a.longs(), id);
-    case pb::FLOATS: return ToList(a.floats(), id);
-    case pb::FLOAT64S: return ToList(a.float64s(), id);
-    case pb::BOOLEANS: return ToList(a.bools(), id);
-    case pb::STRINGS: return ToList(a.strings(), id);
-    case pb::BLOCKS: return ToList(a.blocks_idx(), id);
-    case pb::VAR: return py::str(a.var_name());
-    case pb::VARS: return ToList(a.vars_name(), id);
-    default: return py::none();
+    case pb::INT:
+      return py::int_(a.i());
+    case pb::LONG:
+      return py::int_(a.l());
+    case pb::FLOAT:
+      return py::float_(a.f());
+    case pb::FLOAT64:
+      return py::float_(a.float64());
+    case pb::BOOLEAN:
+      return py::bool_(a.b());
+    case pb::STRING:
+      return py::str(a.s());
+    case pb::BLOCK:
+      return py::int_(a.block_idx());
+    case pb::INTS:
+      return ToList(a.ints(), id);
+    case pb::LONGS:
+      return ToList(a.longs(), id);
+    case pb::FLOATS:
+      return ToList(a.floats(), id);
+    case pb::FLOAT64S:
+      return ToList(a.float64s(), id);
+    case pb::BOOLEANS:
+      return ToList(a.bools(), id);
+    case pb::STRINGS:
+      return ToList(a.strings(), id);
+    case pb::BLOCKS:
+      return ToList(a.blocks_idx(), id);
+    case pb::VAR:
+      return py::str(a.var_name());
+    case pb::VARS:
+      return ToList(a.vars_name(), id);
+    default:
+      return py::none();
   }
 }
 
@@ -231,7 +278,8 @@ pb::OpDesc BuildOp(const std::string& type, const SlotMap& inputs, const SlotMap
         if (info->proto().attrs(i).name() == name) return i;
     return INT_MAX;
   };
-  std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
   for (const auto& [name, value] : items) {
     const pb::OpProto::Attr* spec = AttrSpec(info, name);
     *op.add_attrs() = AttrConverter(type, name, spec ? spec->type() : GuessAttrType(value)).Convert(value);
@@ -256,7 +304,8 @@ struct OpHandle {
   pb::OpDesc& desc() const {
     if (state->epoch() != epoch)
       // The op may be gone: never touch it here.
-      throw PaddlecException(MakeError(ErrorCode::kNotFound, "this op handle belongs to an earlier version of its "
+      throw PaddlecException(MakeError(ErrorCode::kNotFound,
+                                       "this op handle belongs to an earlier version of its "
                                        "program (a pass rewrote it or an op was removed)")
                                  .Note("look the op up again through its block"));
     return *op;
@@ -286,7 +335,8 @@ struct VarHandle {
 
 OpHandle Handle(const StatePtr& s, int block, pb::OpDesc* op) { return {s, block, op, s->epoch()}; }
 
-std::map<std::string, std::vector<std::string>> SlotsToMap(const google::protobuf::RepeatedPtrField<pb::OpDesc::Var>& slots) {
+std::map<std::string, std::vector<std::string>> SlotsToMap(
+    const google::protobuf::RepeatedPtrField<pb::OpDesc::Var>& slots) {
   std::map<std::string, std::vector<std::string>> m;
   for (const auto& s : slots) m[s.parameter()] = {s.arguments().begin(), s.arguments().end()};
   return m;
@@ -311,8 +361,10 @@ OpHandle InsertChecked(const BlockHandle& b, int pos, pb::OpDesc op) {
   ir::Block& block = b.block();
   if (pos < 0) pos = block.num_ops();
   if (pos > block.num_ops())
-    throw PaddlecException(MakeError(ErrorCode::kInvalidArgument, "cannot insert an op at position {} of block {}, "
-                                     "which has {} ops", pos, b.idx, block.num_ops()));
+    throw PaddlecException(MakeError(ErrorCode::kInvalidArgument,
+                                     "cannot insert an op at position {} of block {}, "
+                                     "which has {} ops",
+                                     pos, b.idx, block.num_ops()));
   // What the checks may change: variables they declare here, and output variables' shapes.
   int num_vars = block.num_vars();
   std::vector<std::pair<pb::VarDesc*, pb::VarDesc>> saved;
@@ -358,10 +410,14 @@ Dims DimsArg(const std::vector<int64_t>& dims) {
 
 py::object VarAttrToPython(const pb::VarDesc::Attr& a) {
   switch (a.type()) {
-    case pb::INT: return py::int_(a.i());
-    case pb::STRING: return py::str(a.s());
-    case pb::INTS: return py::cast(std::vector<int>(a.ints().begin(), a.ints().end()));
-    default: return py::none();
+    case pb::INT:
+      return py::int_(a.i());
+    case pb::STRING:
+      return py::str(a.s());
+    case pb::INTS:
+      return py::cast(std::vector<int>(a.ints().begin(), a.ints().end()));
+    default:
+      return py::none();
   }
 }
 
@@ -391,15 +447,21 @@ void RegisterDesc(py::module_& m) {
             return py::bytes(ValueOrThrow(ir::Serialize(s.desc(), FormatArg(format))));
           },
           py::arg("format") = "binary", "The ProgramDesc as bytes: binary (PaddlePaddle's wire format), text or json.")
-      .def("copy", [](const ProgramState& s) { return std::make_shared<ProgramState>(s.desc()); },
-           "A deep copy.")
-      .def("assign", [](ProgramState& s, const ProgramState& o) { s.Replace(o.desc()); },
-           py::arg("other"), "Replaces this program's content by a copy of `other`'s.")
+      .def(
+          "copy", [](const ProgramState& s) { return std::make_shared<ProgramState>(s.desc()); }, "A deep copy.")
+      .def(
+          "assign", [](ProgramState& s, const ProgramState& o) { s.Replace(o.desc()); }, py::arg("other"),
+          "Replaces this program's content by a copy of `other`'s.")
       .def_property_readonly("num_blocks", [](const ProgramState& s) { return s.program().num_blocks(); })
       .def_property_readonly("version", &ProgramState::version, "Changes with every edit.")
       .def_property_readonly("epoch", &ProgramState::epoch, "Changes when op handles become invalid.")
       .def(
-          "block", [](const StatePtr& s, int idx) { s->block(idx); return BlockHandle{s, idx}; }, py::arg("idx"))
+          "block",
+          [](const StatePtr& s, int idx) {
+            s->block(idx);
+            return BlockHandle{s, idx};
+          },
+          py::arg("idx"))
       .def(
           "append_block",
           [](const StatePtr& s, int parent) {
@@ -431,15 +493,17 @@ void RegisterDesc(py::module_& m) {
              for (auto& o : *b.block().desc().mutable_ops()) out.push_back(Handle(b.state, b.idx, &o));
              return out;
            })
-      .def("var_names",
-           [](const BlockHandle& b) {
-             std::vector<std::string> out;
-             for (const auto& v : b.block().desc().vars()) out.push_back(v.name());
-             return out;
-           },
-           "Names of the variables declared in this block, in declaration order.")
-      .def("has_var", [](const BlockHandle& b, const std::string& n) { return b.block().FindLocalVar(n) != nullptr; },
-           py::arg("name"))
+      .def(
+          "var_names",
+          [](const BlockHandle& b) {
+            std::vector<std::string> out;
+            for (const auto& v : b.block().desc().vars()) out.push_back(v.name());
+            return out;
+          },
+          "Names of the variables declared in this block, in declaration order.")
+      .def(
+          "has_var", [](const BlockHandle& b, const std::string& n) { return b.block().FindLocalVar(n) != nullptr; },
+          py::arg("name"))
       .def(
           "find_var_block",
           [](const BlockHandle& b, const std::string& n) {
@@ -473,7 +537,8 @@ void RegisterDesc(py::module_& m) {
           [](const BlockHandle& b, const std::string& n) {
             ir::Block& block = b.block();
             int i = block.var_index(n);
-            if (i < 0) throw PaddlecException(MakeError(ErrorCode::kNotFound, "block {} has no variable '{}'", b.idx, n));
+            if (i < 0)
+              throw PaddlecException(MakeError(ErrorCode::kNotFound, "block {} has no variable '{}'", b.idx, n));
             for (const auto& o : block.desc().ops())
               for (const auto* slots : {&o.inputs(), &o.outputs()})
                 for (const auto& s : *slots)
@@ -514,33 +579,38 @@ void RegisterDesc(py::module_& m) {
       .def_property_readonly("block_idx", [](const OpHandle& o) { return o.block_idx; })
       .def_property_readonly("index", &OpHandle::index, "The op's position in its block.")
       .def_property_readonly("valid", [](const OpHandle& o) { return o.state->epoch() == o.epoch; })
-      .def("input_names", [](const OpHandle& o) { return SlotNames(o.desc().inputs()); }, "Input slots, in order.")
+      .def(
+          "input_names", [](const OpHandle& o) { return SlotNames(o.desc().inputs()); }, "Input slots, in order.")
       .def("output_names", [](const OpHandle& o) { return SlotNames(o.desc().outputs()); })
       .def("inputs", [](const OpHandle& o) { return SlotsToMap(o.desc().inputs()); })
       .def("outputs", [](const OpHandle& o) { return SlotsToMap(o.desc().outputs()); })
-      .def("input", [](const OpHandle& o, const std::string& s) { return SlotArgs(o.desc().inputs(), s); },
-           py::arg("slot"), "The variables bound to an input slot (empty when absent).")
-      .def("output", [](const OpHandle& o, const std::string& s) { return SlotArgs(o.desc().outputs(), s); },
-           py::arg("slot"))
+      .def(
+          "input", [](const OpHandle& o, const std::string& s) { return SlotArgs(o.desc().inputs(), s); },
+          py::arg("slot"), "The variables bound to an input slot (empty when absent).")
+      .def(
+          "output", [](const OpHandle& o, const std::string& s) { return SlotArgs(o.desc().outputs(), s); },
+          py::arg("slot"))
       .def("attr_names",
            [](const OpHandle& o) {
              std::vector<std::string> out;
              for (const auto& a : o.desc().attrs()) out.push_back(a.name());
              return out;
            })
-      .def("has_attr",
-           [](const OpHandle& o, const std::string& n) {
-             for (const auto& a : o.desc().attrs())
-               if (a.name() == n) return true;
-             return false;
-           },
-           py::arg("name"))
+      .def(
+          "has_attr",
+          [](const OpHandle& o, const std::string& n) {
+            for (const auto& a : o.desc().attrs())
+              if (a.name() == n) return true;
+            return false;
+          },
+          py::arg("name"))
       .def(
           "attr",
           [](const OpHandle& o, const std::string& n) {
             for (const auto& a : o.desc().attrs())
               if (a.name() == n) return AttrToPython(a);
-            throw PaddlecException(MakeError(ErrorCode::kNotFound, "op '{}' has no attribute '{}'", o.desc().type(), n));
+            throw PaddlecException(
+                MakeError(ErrorCode::kNotFound, "op '{}' has no attribute '{}'", o.desc().type(), n));
           },
           py::arg("name"))
       .def(
@@ -548,7 +618,8 @@ void RegisterDesc(py::module_& m) {
           [](const OpHandle& o, const std::string& n) {
             for (const auto& a : o.desc().attrs())
               if (a.name() == n) return std::string(ir::AttrTypeName(a.type()));
-            throw PaddlecException(MakeError(ErrorCode::kNotFound, "op '{}' has no attribute '{}'", o.desc().type(), n));
+            throw PaddlecException(
+                MakeError(ErrorCode::kNotFound, "op '{}' has no attribute '{}'", o.desc().type(), n));
           },
           py::arg("name"))
       .def(
@@ -557,7 +628,8 @@ void RegisterDesc(py::module_& m) {
             pb::OpDesc& d = o.desc();
             const pb::OpProto::Attr* spec = AttrSpec(Registry().Find(d.type()), n);
             if (spec == nullptr)
-              throw PaddlecException(MakeError(ErrorCode::kValidation, "unknown attribute '{}' for op '{}'", n, d.type()));
+              throw PaddlecException(
+                  MakeError(ErrorCode::kValidation, "unknown attribute '{}' for op '{}'", n, d.type()));
             pb::OpDesc::Attr a = AttrConverter(d.type(), n, spec->type()).Convert(value);
             // Check the new value with the op's own checker on a scratch copy before committing it.
             pb::OpDesc trial = d;
@@ -584,8 +656,7 @@ void RegisterDesc(py::module_& m) {
           py::arg("name"), py::arg("value"),
           "Sets an attribute, checked against the op's proto; output shapes are not re-inferred.")
       .def("serialize", [](const OpHandle& o) { return py::bytes(o.desc().SerializeAsString()); })
-      .def("to_string",
-           [](const OpHandle& o) { return ValueOrThrow(ir::Serialize(o.desc(), ir::Format::kText)); });
+      .def("to_string", [](const OpHandle& o) { return ValueOrThrow(ir::Serialize(o.desc(), ir::Format::kText)); });
 
   var.def_property_readonly("name", [](const VarHandle& v) { return v.name; })
       .def_property_readonly("block_idx", [](const VarHandle& v) { return v.block_idx; })
@@ -648,15 +719,17 @@ void RegisterDesc(py::module_& m) {
             d.mutable_type()->mutable_lod_tensor()->set_lod_level(level);
             v.state->Touch();
           })
-#define PC_BOOL_FIELD(field, doc)                                                                   \
-  def_property(                                                                                     \
-      #field, [](const VarHandle& v) { return v.desc().field(); },                                  \
-      [](const VarHandle& v, bool x) {                                                              \
-        /* false is the default: clearing keeps files free of "field: false" lines */               \
-        if (x) v.desc().set_##field(true);                                                          \
-        else v.desc().clear_##field();                                                              \
-        v.state->Touch();                                                                           \
-      },                                                                                            \
+#define PC_BOOL_FIELD(field, doc)                                                     \
+  def_property(                                                                       \
+      #field, [](const VarHandle& v) { return v.desc().field(); },                    \
+      [](const VarHandle& v, bool x) {                                                \
+        /* false is the default: clearing keeps files free of "field: false" lines */ \
+        if (x)                                                                        \
+          v.desc().set_##field(true);                                                 \
+        else                                                                          \
+          v.desc().clear_##field();                                                   \
+        v.state->Touch();                                                             \
+      },                                                                              \
       doc)
       .PC_BOOL_FIELD(persistable, "Lives in the scope across runs (parameters, optimizer state).")
       .PC_BOOL_FIELD(stop_gradient, "The backward pass computes no gradient for it.")
@@ -702,11 +775,15 @@ void RegisterDesc(py::module_& m) {
               x.set_type(pb::INTS);
               for (auto e : value) x.add_ints(e.cast<int>());
             } else {
-              ThrowAttrTypeError(MakeError(ErrorCode::kValidation, "variable attribute '{}' takes a str, an int "
-                                           "or a list of int, got {}", n, TypeName(value)));
+              ThrowAttrTypeError(MakeError(ErrorCode::kValidation,
+                                           "variable attribute '{}' takes a str, an int "
+                                           "or a list of int, got {}",
+                                           n, TypeName(value)));
             }
-            if (a) *a = x;
-            else *d.add_attrs() = x;
+            if (a)
+              *a = x;
+            else
+              *d.add_attrs() = x;
             v.state->Touch();
           },
           py::arg("name"), py::arg("value"), "Sets (or with None removes) a VarDesc attribute.")

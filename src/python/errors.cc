@@ -40,7 +40,8 @@ std::array<ExceptionClass, kNumCodes> Classes() {
 
 PyObject* NewClass(py::module_& m, const char* name, PyObject* builtin, const char* doc) {
   std::string qualified = std::string("paddlec._core.") + name;
-  py::tuple bases = builtin ? py::make_tuple(py::handle(g_base), py::handle(builtin)) : py::make_tuple(py::handle(PyExc_Exception));
+  py::tuple bases =
+      builtin ? py::make_tuple(py::handle(g_base), py::handle(builtin)) : py::make_tuple(py::handle(PyExc_Exception));
   PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr);
   if (cls == nullptr) throw py::error_already_set();
   m.add_object(name, py::handle(cls));  // add_object steals a reference: keep ours
@@ -80,8 +81,8 @@ void RegisterErrors(py::module_& m) {
   g_base = NewClass(m, "Error", nullptr, "Base class of every error paddlec reports.");
   auto classes = Classes();
   for (int i = 0; i < kNumCodes; ++i) g_classes[i] = NewClass(m, classes[i].name, classes[i].builtin, classes[i].doc);
-  g_attr_type_error = NewClass(m, "AttributeTypeError", PyExc_TypeError,
-                               "An op attribute given a value of the wrong type.");
+  g_attr_type_error =
+      NewClass(m, "AttributeTypeError", PyExc_TypeError, "An op attribute given a value of the wrong type.");
 
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;

@@ -134,14 +134,16 @@ void RegisterPasses(py::module_& m) {
       "Fills state's feed targets, fetch targets and parameters from the main program.");
 
   m.def(
-      "clone_for_test", [](const ProgramState& main) { return std::make_shared<ProgramState>(ir::CloneForTest(main.desc())); },
-      py::arg("main"),
-      "The forward part of a program (ops before the first backward/optimizer op) with is_test set.");
+      "clone_for_test",
+      [](const ProgramState& main) { return std::make_shared<ProgramState>(ir::CloneForTest(main.desc())); },
+      py::arg("main"), "The forward part of a program (ops before the first backward/optimizer op) with is_test set.");
 
   m.def(
       "list_passes",
       [] {
-        std::vector<std::tuple<std::string, std::string, std::vector<std::tuple<std::string, std::string, std::string, std::string>>>> out;
+        std::vector<std::tuple<std::string, std::string,
+                               std::vector<std::tuple<std::string, std::string, std::string, std::string>>>>
+            out;
         for (const auto& p : passes::ListPasses()) {
           std::vector<std::tuple<std::string, std::string, std::string, std::string>> opts;
           for (const auto& o : p.options)

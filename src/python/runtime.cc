@@ -60,24 +60,31 @@ class BufferView {
     if (f.size() == 1) {
       char c = f[0];
       size_t n = static_cast<size_t>(view_.itemsize);
-      if (c == 'f' && n == 4) t = DType::kFloat32;
-      else if (c == 'd' && n == 8) t = DType::kFloat64;
-      else if (c == '?' && n == 1) t = DType::kBool;
-      else if (c == 'B' && n == 1) t = DType::kUInt8;
+      if (c == 'f' && n == 4)
+        t = DType::kFloat32;
+      else if (c == 'd' && n == 8)
+        t = DType::kFloat64;
+      else if (c == '?' && n == 1)
+        t = DType::kBool;
+      else if (c == 'B' && n == 1)
+        t = DType::kUInt8;
       else if (std::string_view("bhilq").find(c) != std::string_view::npos)
         t = n == 1 ? DType::kInt8 : n == 2 ? DType::kInt16 : n == 4 ? DType::kInt32 : n == 8 ? DType::kInt64 : t;
     }
     if (t == DType::kUndefined)
-      throw PaddlecException(MakeError(ErrorCode::kInvalidArgument, "'{}': arrays with element format '{}' ({} bytes) "
-                                       "are not supported", name_, view_.format ? view_.format : "B", view_.itemsize)
+      throw PaddlecException(MakeError(ErrorCode::kInvalidArgument,
+                                       "'{}': arrays with element format '{}' ({} bytes) "
+                                       "are not supported",
+                                       name_, view_.format ? view_.format : "B", view_.itemsize)
                                  .Note("use float32, float64, int64, int32, int16, int8, uint8 or bool"));
     return t;
   }
 
   Dims dims() const {
     if (view_.ndim > kMaxRank)
-      throw PaddlecException(MakeError(ErrorCode::kInvalidArgument, "'{}': arrays of rank {} exceed the maximum rank {}",
-                                       name_, view_.ndim, kMaxRank));
+      throw PaddlecException(MakeError(ErrorCode::kInvalidArgument,
+                                       "'{}': arrays of rank {} exceed the maximum rank {}", name_, view_.ndim,
+                                       kMaxRank));
     Dims d;
     for (int i = 0; i < view_.ndim; ++i) d.push_back(view_.shape[i]);
     ThrowIfError(CheckDims(d));
@@ -131,8 +138,8 @@ bool ZeroCopyable(py::handle obj, const std::string& name) {
 /// A new NumPy array holding a copy of a host tensor.
 py::object TensorToArray(const Tensor& t, const std::string& name) {
   if (!t.place().is_cpu())
-    throw PaddlecException(MakeError(ErrorCode::kUnimplemented, "'{}' lives on {}: fetch it through an Executor",
-                                     name, t.place().ToString()));
+    throw PaddlecException(MakeError(ErrorCode::kUnimplemented, "'{}' lives on {}: fetch it through an Executor", name,
+                                     t.place().ToString()));
   static py::handle numpy_empty = py::object(py::module_::import("numpy").attr("empty")).release();
   py::tuple shape(t.dims().rank());
   for (int i = 0; i < t.dims().rank(); ++i) shape[i] = py::int_(t.dims()[i]);
@@ -221,7 +228,10 @@ class PyExecutor {
   }
 
   size_t cached_plans() const { return cache_.size(); }
-  void ClearCache() { cache_.clear(); lru_.clear(); }
+  void ClearCache() {
+    cache_.clear();
+    lru_.clear();
+  }
 
  private:
   using Key = std::tuple<const ProgramState*, int, const ScopeHolder*>;
@@ -252,8 +262,8 @@ class PyExecutor {
     uint64_t version = 0, seed = 0;
     bool ready = false;
     std::unique_ptr<runtime::Plan> plan;
-    std::set<std::string> written;       // every variable an op of the block writes
-    std::vector<std::string> in_place;   // variables an op reads and writes
+    std::set<std::string> written;      // every variable an op of the block writes
+    std::vector<std::string> in_place;  // variables an op reads and writes
   };
   static constexpr size_t kMaxPlans = 16;
 
@@ -311,7 +321,8 @@ class PyExecutor {
 void RegisterRuntime(py::module_& m) {
   py::class_<ScopeHolder, ScopePtr>(m, "Scope", "Named variables holding tensors, shared by the programs run on it.")
       .def(py::init<>())
-      .def("var_names", [](const ScopeHolder& s) { return s.scope.LocalNames(); }, "Names of the variables, sorted.")
+      .def(
+          "var_names", [](const ScopeHolder& s) { return s.scope.LocalNames(); }, "Names of the variables, sorted.")
       .def(
           "has_value",
           [](const ScopeHolder& s, const std::string& n) {
@@ -337,11 +348,17 @@ void RegisterRuntime(py::module_& m) {
             return std::vector<int64_t>(d.begin(), d.end());
           },
           py::arg("name"))
-      .def("dtype", [](const ScopeHolder& s, const std::string& n) { return std::string(DTypeName(ValueOf(s.scope, n).dtype())); },
-           py::arg("name"))
-      .def("erase", [](ScopeHolder& s, const std::string& n) { return s.scope.Erase(n); }, py::arg("name"));
+      .def(
+          "dtype",
+          [](const ScopeHolder& s, const std::string& n) {
+            return std::string(DTypeName(ValueOf(s.scope, n).dtype()));
+          },
+          py::arg("name"))
+      .def(
+          "erase", [](ScopeHolder& s, const std::string& n) { return s.scope.Erase(n); }, py::arg("name"));
 
-  py::class_<PyExecutor>(m, "Executor", "Runs blocks of programs over scopes, caching one plan per (program, block, scope).")
+  py::class_<PyExecutor>(m, "Executor",
+                         "Runs blocks of programs over scopes, caching one plan per (program, block, scope).")
       .def(py::init<const std::string&, int>(), py::arg("place") = "cpu", py::arg("num_threads") = 0)
       .def_property_readonly("place", &PyExecutor::place)
       .def("run", &PyExecutor::Run, py::arg("program"), py::arg("block"), py::arg("scope"), py::arg("feeds"),
