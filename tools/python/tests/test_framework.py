@@ -165,3 +165,27 @@ def test_signature_matches_what_compile_records(fresh_programs):
     feeds, fetches, params = main.signature()
     assert feeds == [("x", "float32", [-1, 4]), ("label", "int64", [-1, 1])]
     assert fetches == ["mean_0.out"] and params == ["fc.b", "fc.w"]
+
+
+def test_compile_passes_run_from_python(fresh_programs):
+    main, startup = fresh_programs
+    img = layers.data("img", [2, 6, 6])
+    conv = layers.conv2d(img, 4, 3, padding=1, bias_attr=False, name="conv")
+    out = layers.relu(layers.batch_norm(conv, name="bn"), name="out")
+    exe = paddlec.Executor()
+    exe.run(startup)
+    scope = paddlec.global_scope()
+    scope.set("bn.mean", np.linspace(-1, 1, 4).astype("f4"))
+    scope.set("bn.variance", np.linspace(0.5, 2, 4).astype("f4"))
+    data = {"img": np.random.RandomState(0).rand(3, 2, 6, 6).astype("f4")}
+    test = main.clone()
+    timings = test.apply_passes("for-test,fuse-conv-bn-act")
+    assert [t[0] for t in timings] == ["for-test", "fuse-conv-bn-act"] and all(t[2] for t in timings)
+    assert [op.type for op in test.global_block().ops] == ["fused_conv2d_bn_act"]
+    (fused,) = exe.run(test, feed=data, fetch_list=[out.name])
+    main.global_block().ops[1]._set_attr("is_test", True)  # the unfused program in inference mode
+    (plain,) = exe.run(main, feed=data, fetch_list=[out])
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    assert [name for name, _, _ in paddlec.passes()][:3] == ["validate", "infer-shape", "init-params"]
+    with pytest.raises(errors.InvalidArgumentError, match="unknown pass|no pass"):
+        main.apply_passes("no-such-pass")
