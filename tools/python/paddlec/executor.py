@@ -143,14 +143,16 @@ class Executor:
         """Drops the cached plans (and the references they hold to programs and scopes)."""
         self._core.clear_cache()
 
-    def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True):
+    def run(self, program=None, feed=None, fetch_list=None, scope=None):
         """Runs the global block of ``program`` (default: the default main program) once.
 
         ``feed`` maps variables (or their names) to arrays, checked against the declared shapes
         (None matches any size) and converted to the declared dtype when that loses no kind of
         information (float64 to float32, int32 to int64). ``fetch_list`` names variables whose
-        values are returned, as NumPy arrays, in order. Running a startup program first gives
-        every parameter of the programs it serves an initializer."""
+        values are returned as new NumPy arrays, in order. Running a startup program first gives
+        every parameter of the programs it serves an initializer. Variables that are not
+        persistable live in a scope of the program's own under ``scope`` (as in PaddlePaddle):
+        fetch them; persistable ones (parameters) are in ``scope`` itself."""
         if program is None:
             program = framework.default_main_program()
         if not isinstance(program, framework.Program):

@@ -171,17 +171,20 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
 
 def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
            ceil_mode=False, exclusive=True, name=None):
-    """2-D max or average pooling of an NCHW batch."""
+    """2-D max or average pooling of an NCHW batch; ``pool_padding`` is an int, a pair, or four
+    values (top, bottom, left, right)."""
     layer = _Layer("pool2d", name)
     with layer.context():
         _variable("pool2d", "input", input)
         if global_pooling and pool_size == -1:
             pool_size = 1
+        if isinstance(pool_padding, (list, tuple)) and len(pool_padding) == 4:
+            paddings = list(pool_padding)  # top, bottom, left, right
+        else:
+            paddings = _pair("pool2d", "pool_padding", pool_padding)
         return ops.pool2d(x=input, out=layer.output(), pooling_type=pool_type,
                           ksize=_pair("pool2d", "pool_size", pool_size),
-                          strides=_pair("pool2d", "pool_stride", pool_stride),
-                          paddings=_pair("pool2d", "pool_padding", pool_padding) if not isinstance(pool_padding, (
-                              list, tuple)) or len(pool_padding) != 4 else list(pool_padding),
+                          strides=_pair("pool2d", "pool_stride", pool_stride), paddings=paddings,
                           global_pooling=global_pooling, ceil_mode=ceil_mode, exclusive=exclusive)
 
 

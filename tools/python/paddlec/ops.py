@@ -20,5 +20,4 @@ exec(compile(SOURCE, _FILENAME, "exec"), _namespace)  # noqa: S102 -- the source
 
 __all__ = list(_namespace["__all__"])
 globals().update({name: _namespace[name] for name in __all__})
-_append_op = _namespace["_append_op"]
 del _namespace

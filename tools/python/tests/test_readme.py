@@ -38,3 +38,14 @@ def test_readme_python_examples_run_as_written(tmp_path):
             assert "layer square_error_cost" in proc.stdout and "op 1 (elementwise_sub)" in proc.stdout
             assert "X = [-1, 4]" in proc.stdout and "Y = [-1, 5]" in proc.stdout
     assert (tmp_path / "mlp_train.pb").exists() and (tmp_path / "mlp.pdiparams").exists()
+
+
+def test_the_package_docstring_example_runs(tmp_path):
+    import paddlec
+    doc = paddlec.__doc__
+    code = doc[doc.index("::\n") + 3:]
+    script = tmp_path / "example.py"
+    script.write_text("\n".join(line[4:] for line in code.splitlines()) + "\nprint(float(value))\n")
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert float(proc.stdout.split()[-1]) > 0
