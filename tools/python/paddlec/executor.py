@@ -3,7 +3,8 @@
 The executor keeps one prepared plan per (program, block, scope) and rebuilds it only when the
 program changed, so a Python training loop pays for kernel selection once. Feeds are passed
 without a copy when the array is C-contiguous and already has the declared dtype (and no op of the
-program writes the variable); fetches are new NumPy arrays.
+program writes the variable); fetches are new NumPy arrays. The interpreter lock is released while
+the kernels run, so other Python threads go on, but none may edit the program being run.
 """
 
 import contextlib

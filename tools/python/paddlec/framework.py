@@ -332,8 +332,11 @@ class Block:
 
     @property
     def parent_block(self):
+        """The enclosing block; None for the global block."""
         p = self.parent_idx
         return None if p < 0 else self._program.block(p)
+
+    parent = parent_block
 
     # ---- Keeping the Python views in step with the C++ desc ----------------------------------
 

@@ -41,7 +41,7 @@ def test_ops_infer_shapes_on_creation_and_record_their_writer(fresh_programs):
 def test_parameters_live_in_the_global_block_with_their_attributes(fresh_programs):
     main, startup = fresh_programs
     sub = main._create_block()
-    assert main.current_block() is sub and sub.parent_block is main.global_block()
+    assert main.current_block() is sub and sub.parent_block is main.global_block() is sub.parent
     p = sub.create_parameter([3, 4], name="p", initializer=paddlec.initializer.Uniform(-0.5, 0.5),
                              learning_rate=0.1, regularizer=paddlec.regularizer.L2Decay(1e-3))
     main._rollback()
