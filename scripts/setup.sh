@@ -40,8 +40,8 @@ if [ "${1:-}" = "--no-build" ]; then exit 0; fi
 
 BUILD_DIR="${PADDLEC_BUILD_DIR:-build}"
 PYTHON="$PWD/.venv/bin/python"
-if [ ! -f "$BUILD_DIR/build.ninja" ] || ! grep -qx "Python3_EXECUTABLE:FILEPATH=$PYTHON" "$BUILD_DIR/CMakeCache.txt"; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PYTHON" \
+if [ ! -f "$BUILD_DIR/build.ninja" ] || ! grep -qx "Python3_EXECUTABLE:[A-Z]*=$PYTHON" "$BUILD_DIR/CMakeCache.txt"; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE:FILEPATH="$PYTHON" \
     ${PADDLEC_CMAKE_ARGS:-} >/dev/null
 fi
 cmake --build "$BUILD_DIR"
