@@ -60,6 +60,11 @@ TEST_CASE("Scopes look variables up through their parents") {
   child.Var("tmp");
   CHECK(root.Find("tmp") == nullptr);
   CHECK(root.LocalNames() == std::vector<std::string>{"w"});
+  Scope& other = root.NewChild();
+  CHECK(root.DeleteChild(&child));
+  Scope unrelated;
+  CHECK_FALSE(root.DeleteChild(&unrelated));
+  CHECK(other.Find("w") == root.FindLocal("w"));
 }
 
 std::unique_ptr<ir::Module> Compile(const std::string& text) {

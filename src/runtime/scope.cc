@@ -35,6 +35,13 @@ Scope& Scope::NewChild() {
   return *children_.back();
 }
 
+bool Scope::DeleteChild(const Scope* child) {
+  auto it = std::find_if(children_.begin(), children_.end(), [child](const auto& c) { return c.get() == child; });
+  if (it == children_.end()) return false;
+  children_.erase(it);
+  return true;
+}
+
 std::vector<std::string> Scope::LocalNames() const {
   std::vector<std::string> out;
   out.reserve(vars_.size());

@@ -133,6 +133,12 @@ Command AddDumpOpProtos(CLI::App& app, driver::DumpOpProtosOptions& o) {
   return {c, [&o] { return driver::RunDumpOpProtos(o, std::cout); }};
 }
 
+Command AddGenPython(CLI::App& app, driver::GenPythonOptions& o) {
+  CLI::App* c = app.add_subcommand("gen-python", "Write the Python operator functions (paddlec.ops) generated from the OpProtos");
+  c->add_option("-o,--output", o.output, "Write the module here (default: stdout)");
+  return {c, [&o] { return driver::RunGenPython(o, std::cout); }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,8 +159,9 @@ int main(int argc, char** argv) {
   driver::RunOptions run;
   driver::TrainOptions train;
   driver::DumpOpProtosOptions dump;
+  driver::GenPythonOptions gen_python;
   std::vector<Command> commands = {AddCompile(app, compile), AddRun(app, run), AddTrain(app, train),
-                                   AddDumpOpProtos(app, dump)};
+                                   AddDumpOpProtos(app, dump), AddGenPython(app, gen_python)};
 
   // CLI11 reports a mistyped command as "A subcommand is required"; say what went wrong instead.
   for (int i = 1; i < argc; ++i) {

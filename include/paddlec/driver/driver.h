@@ -8,6 +8,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "paddlec/core/error.h"
@@ -116,5 +117,26 @@ Status RunTrain(const TrainOptions& options, std::ostream& out);
 
 /// `paddlec dump-opprotos`: every registered OpProto with defaults and checks, sorted by type.
 Status RunDumpOpProtos(const DumpOpProtosOptions& options, std::ostream& out);
+
+/// One keyword argument of a generated Python operator function (`paddlec gen-python`).
+struct PythonArg {
+  enum class Kind { kInput, kOutput, kAttr };
+  Kind kind;
+  std::string proto_name;   // the slot or attribute name in the OpProto
+  std::string python_name;  // the keyword: snake_case; a slot colliding with an attribute gets "_var"
+};
+/// The keyword arguments of op `op_type`'s function, in signature order: input slots, output slots,
+/// then attributes (each in proto order; attributes flagged extra are left out).
+StatusOr<std::vector<PythonArg>> PythonArgs(std::string_view op_type);
+/// The name of op `op_type`'s function.
+std::string PythonFunctionName(std::string_view op_type);
+/// The source of the Python module of operator functions (paddlec.ops), one function per op.
+std::string GeneratePythonOps();
+
+struct GenPythonOptions {
+  std::string output;  // "" or "-" = stdout
+};
+/// `paddlec gen-python`: writes GeneratePythonOps() to a file (atomically) or to `out`.
+Status RunGenPython(const GenPythonOptions& options, std::ostream& out);
 
 }  // namespace paddlec::driver

@@ -43,6 +43,8 @@ class Scope {
   /// A new child scope owned by this one.
   Scope& NewChild();
   void DropChildren() { children_.clear(); }
+  /// Destroys one child scope made by NewChild (with its own children); false if it is not a child.
+  bool DeleteChild(const Scope* child);
   Scope* parent() const { return parent_; }
   /// Names of local variables, sorted.
   std::vector<std::string> LocalNames() const;

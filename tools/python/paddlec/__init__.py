@@ -1,0 +1,53 @@
+"""paddlec: describe networks in Python, compile and run them with paddlec's C++ core.
+
+Python builds PaddlePaddle ProgramDescs (programs of ops over variables); the C++ core checks every
+op as it is appended, infers shapes, appends backward and optimizer ops (compile passes) and runs
+the kernels::
+
+    import numpy as np
+    import paddlec
+    from paddlec import layers
+
+    main, startup = paddlec.Program(), paddlec.Program()
+    with paddlec.program_guard(main, startup):
+        img = layers.data("img", [784])
+        label = layers.data("label", [1], dtype="int64")
+        hidden = layers.fc(img, size=64, act="relu")
+        loss = layers.mean(layers.softmax_with_cross_entropy(layers.fc(hidden, size=10), label))
+        paddlec.optimizer.Adam(learning_rate=1e-3).minimize(loss)
+    exe = paddlec.Executor("cpu")
+    exe.run(startup)
+    (value,) = exe.run(main, feed={"img": np.random.rand(8, 784), "label": np.zeros((8, 1), "int64")},
+                       fetch_list=[loss])
+"""
+
+from paddlec import _core
+from paddlec import errors
+from paddlec import unique_name
+from paddlec.framework import (Block, Operator, Parameter, Program, Variable, default_main_program,
+                               default_startup_program, program_guard, switch_main_program,
+                               switch_startup_program)
+from paddlec import ops
+from paddlec.executor import CPUPlace, Executor, Scope, global_scope, scope_guard
+from paddlec.param_attr import ParamAttr
+from paddlec import initializer, regularizer, clip
+from paddlec.backward import append_backward
+from paddlec import optimizer
+from paddlec import io
+from paddlec import layers
+from paddlec import datasets
+from paddlec.model import Model
+
+__version__ = _core.__version__
+
+__all__ = [
+    "Block", "CPUPlace", "Executor", "Model", "Operator", "ParamAttr", "Parameter", "Program", "Scope", "Variable",
+    "append_backward", "clip", "datasets", "default_main_program", "default_startup_program", "errors",
+    "global_scope", "initializer", "io", "layers", "ops", "optimizer", "program_guard", "regularizer",
+    "scope_guard", "switch_main_program", "switch_startup_program", "unique_name", "passes",
+]
+
+
+def passes():
+    """Every compile pass: [(name, summary, [(option, type, default, help)])]."""
+    return _core.list_passes()

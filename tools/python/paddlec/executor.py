@@ -1,0 +1,207 @@
+"""Running programs: Scope (the tensors a program reads and writes) and Executor (feed, run, fetch).
+
+The executor keeps one prepared plan per (program, block, scope) and rebuilds it only when the
+program changed, so a Python training loop pays for kernel selection once. Feeds are passed
+without a copy when the array is C-contiguous and already has the declared dtype (and no op of the
+program writes the variable); fetches are new NumPy arrays. The interpreter lock is released while
+the kernels run, so other Python threads go on, but none may edit the program being run.
+"""
+
+import contextlib
+
+import numpy as np
+
+from paddlec import _core, errors, framework
+
+__all__ = ["Scope", "Executor", "CPUPlace", "global_scope", "scope_guard"]
+
+
+class CPUPlace:
+    """The host CPU (PaddlePaddle's spelling of place='cpu')."""
+
+    def __str__(self):
+        return "cpu"
+
+    __repr__ = __str__
+
+
+class Tensor:
+    """A copy-on-read view of one variable of a scope (PaddlePaddle's ``scope.find_var(n).get_tensor()``)."""
+
+    def __init__(self, scope, name):
+        self._scope = scope
+        self._name = name
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._scope.get(self._name)
+        return a if dtype is None else a.astype(dtype)
+
+    def shape(self):
+        return self._scope._core.shape(self._name)
+
+    def set(self, array, place=None):
+        self._scope.set(self._name, array)
+
+
+class _ScopeVar:
+    def __init__(self, scope, name):
+        self._scope = scope
+        self._name = name
+
+    def get_tensor(self):
+        return Tensor(self._scope, self._name)
+
+
+class Scope:
+    """Named tensors shared by the programs run on it: parameters live here between runs."""
+
+    def __init__(self):
+        self._core = _core.Scope()
+
+    def var_names(self):
+        return self._core.var_names()
+
+    def has_value(self, name):
+        return self._core.has_value(_name_of(name))
+
+    def get(self, name):
+        """A copy of the variable's value as a NumPy array."""
+        return self._core.get(_name_of(name))
+
+    def set(self, name, array):
+        """Copies ``array`` into the variable (created when missing)."""
+        self._core.set(_name_of(name), np.ascontiguousarray(array))
+
+    def erase(self, name):
+        return self._core.erase(_name_of(name))
+
+    def find_var(self, name):
+        name = _name_of(name)
+        return _ScopeVar(self, name) if self._core.has_value(name) else None
+
+    def __contains__(self, name):
+        return self.has_value(name)
+
+
+def _name_of(v):
+    if isinstance(v, framework.Variable):
+        return v.name
+    if isinstance(v, str):
+        return v
+    raise TypeError("expected a Variable or a variable name, got %s" % type(v).__name__)
+
+
+_global_scope = Scope()
+
+
+def global_scope():
+    """The scope Executor.run uses when none is given."""
+    return _global_scope
+
+
+@contextlib.contextmanager
+def scope_guard(scope):
+    """Makes ``scope`` the global scope inside the block."""
+    global _global_scope
+    previous, _global_scope = _global_scope, scope
+    try:
+        yield
+    finally:
+        _global_scope = previous
+
+
+def _place_name(place):
+    if place is None:
+        return "cpu"
+    if isinstance(place, CPUPlace):
+        return "cpu"
+    if isinstance(place, str):
+        return place
+    raise TypeError("place must be 'cpu', 'gpu[:N]' or a CPUPlace, got %r" % (place,))
+
+
+def _feed_inputs(block):
+    """Names of the variables a program expects to be fed (for messages)."""
+    written, needed = set(), []
+    for op in block.ops:
+        for n in op.input_arg_names:
+            if n not in written and n not in needed:
+                v = block._find_var_recursive(n)
+                if v is not None and not v.persistable:
+                    needed.append(n)
+        written.update(op.output_arg_names)
+    return needed
+
+
+class Executor:
+    """Runs programs on a place ('cpu'; 'gpu' once the CUDA backend runs programs)."""
+
+    def __init__(self, place=None, num_threads=0):
+        self.place = _place_name(place)
+        self._core = _core.Executor(self.place, int(num_threads))
+
+    def close(self):
+        """Drops the cached plans (and the references they hold to programs and scopes)."""
+        self._core.clear_cache()
+
+    def run(self, program=None, feed=None, fetch_list=None, scope=None):
+        """Runs the global block of ``program`` (default: the default main program) once.
+
+        ``feed`` maps variables (or their names) to arrays, checked against the declared shapes
+        (None matches any size) and converted to the declared dtype when that loses no kind of
+        information (float64 to float32, int32 to int64). ``fetch_list`` names variables whose
+        values are returned as new NumPy arrays, in order. Running a startup program first gives
+        every parameter of the programs it serves an initializer. Variables that are not
+        persistable live in a scope of the program's own under ``scope`` (as in PaddlePaddle):
+        fetch them; persistable ones (parameters) are in ``scope`` itself."""
+        if program is None:
+            program = framework.default_main_program()
+        if not isinstance(program, framework.Program):
+            raise TypeError("Executor.run takes a Program, got %s" % type(program).__name__)
+        scope = global_scope() if scope is None else scope
+        if not isinstance(scope, Scope):
+            raise TypeError("scope must be a paddlec.Scope, got %s" % type(scope).__name__)
+        if program._mains:
+            program._sync_startup()
+        block = program.global_block()
+        feeds = {}
+        for key, value in (feed or {}).items():
+            name = _name_of(key)
+            feeds[name] = self._feed_array(block, name, value)
+        fetches = []
+        for f in fetch_list or []:
+            name = _name_of(f)
+            if block._find_var_recursive(name) is None:
+                raise errors.make(errors.NotFoundError, "cannot fetch %r: the program has no such variable" % name,
+                                  var=name, notes=framework._hint(name, block.vars))
+            fetches.append(name)
+        return self._core.run(program.desc, 0, scope._core, feeds, fetches, int(program.random_seed), True)
+
+    @staticmethod
+    def _feed_array(block, name, value):
+        var = block._find_var_recursive(name)
+        if var is None:
+            inputs = _feed_inputs(block)
+            notes = framework._hint(name, block.vars) or (
+                ["its inputs are: " + ", ".join(inputs)] if inputs else ["it reads no inputs"])
+            raise errors.make(errors.InvalidArgumentError, "cannot feed %r: the program has no such variable" % name,
+                              var=name, notes=notes)
+        array = np.asarray(value)
+        want = np.dtype(var.dtype) if var.dtype else array.dtype
+        if array.dtype != want:
+            if not np.can_cast(array.dtype, want, casting="same_kind"):
+                raise errors.make(errors.InvalidArgumentError, "feed %r: the program declares %s, the array is %s"
+                                  % (name, want.name, array.dtype.name), var=name)
+            array = array.astype(want)
+        declared = var.shape
+        if declared is not None and len(declared) > 0:
+            ok = len(declared) == array.ndim and all(d is None or d == s for d, s in zip(declared, array.shape))
+            if not ok:
+                notes = []
+                if len(declared) == array.ndim + 1 and declared[-1] == 1:
+                    notes.append("add a trailing dimension of 1: array.reshape(%s)"
+                                 % framework._format_shape(tuple(array.shape) + (1,)))
+                raise errors.make(errors.InvalidArgumentError, "feed %r: the program declares shape %s, the array "
+                                  "has shape %s" % (name, framework._format_shape(declared),
+                                                    framework._format_shape(array.shape)), var=name, notes=notes)
+        return np.ascontiguousarray(array)
