@@ -5,6 +5,12 @@
 // copy when it is C-contiguous, aligned and of a supported dtype, and the plan never writes the
 // variable; fetches are always fresh arrays. Arrays are read through the buffer protocol and made
 // with numpy.empty, so the module does not depend on NumPy's C ABI (which changed in NumPy 2).
+//
+// On a GPU the scope's parameters live in device memory between runs. Python executors of one GPU
+// share one device context (stream, allocator), so any number of them may run over a scope in turn;
+// a scope keeps the contexts holding its tensors alive and reads or saves them through those. A plan
+// finds what it reads on its own device: arrays set from Python (on the host) are uploaded, tensors
+// of another device are moved, when it first runs.
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -25,8 +31,17 @@ using runtime::Tensor;
 
 /// A root scope, shared by Python objects and the plans built over it.
 struct ScopeHolder {
+  // The GPU executors whose memory holds some of the tensors; declared first, so they outlive them.
+  std::vector<std::shared_ptr<runtime::Executor>> devices;
   runtime::Scope scope;
   std::shared_ptr<runtime::Allocator> host_alloc = runtime::CpuCachingAllocator::Create();
+
+  runtime::DeviceContext& DeviceOf(const Place& place, const std::string& name) const {
+    for (const auto& d : devices)
+      if (d->place() == place) return d->device();
+    throw PaddlecException(MakeError(ErrorCode::kInternal, "'{}' lives on {}, which no executor of this scope runs on",
+                                     name, place.ToString()));
+  }
 };
 using ScopePtr = std::shared_ptr<ScopeHolder>;
 
@@ -151,6 +166,14 @@ py::object TensorToArray(const Tensor& t, const std::string& name) {
   return out;
 }
 
+/// A host copy of a scope's tensor, fetched from the device that holds it when it is not on the host.
+py::object ScopeValueToArray(const ScopeHolder& s, const Tensor& t, const std::string& name) {
+  if (t.place().is_cpu()) return TensorToArray(t, name);
+  Tensor host;
+  ThrowIfError(s.DeviceOf(t.place(), name).CopyToHost(t, host, *s.host_alloc));
+  return TensorToArray(host, name);
+}
+
 const Tensor& ValueOf(const runtime::Scope& scope, const std::string& name) {
   runtime::Variable* v = scope.Find(name);
   if (v == nullptr)
@@ -177,7 +200,17 @@ class PyExecutor {
  public:
   PyExecutor(const std::string& place, int num_threads) {
     Place p = ValueOrThrow(ParsePlace(place));
-    exec_ = ValueOrThrow(runtime::Executor::Create(p, {.num_threads = num_threads}));
+    if (p.is_cpu()) {
+      exec_ = ValueOrThrow(runtime::Executor::Create(p, {.num_threads = num_threads}));
+      return;
+    }
+    static std::map<std::string, std::weak_ptr<runtime::Executor>> shared;  // under the GIL
+    std::weak_ptr<runtime::Executor>& slot = shared[p.ToString()];
+    exec_ = slot.lock();
+    if (!exec_) {
+      exec_ = ValueOrThrow(runtime::Executor::Create(p, {.num_threads = num_threads}));
+      slot = exec_;
+    }
   }
 
   std::string place() const { return exec_->place().ToString(); }
@@ -187,12 +220,17 @@ class PyExecutor {
     Entry& e = Prepare(program, block_idx, scope, seed);
     runtime::Scope& s = *e.local.child;
     auto& device = exec_->device();
+    BringInputsHere(e, *scope);
     for (auto [k, v] : feeds) {
       if (!PyUnicode_Check(k.ptr())) throw py::type_error("feed names must be str");
       std::string name = k.cast<std::string>();
       runtime::Variable* var = s.Find(name);
       Tensor& t = var ? var->tensor() : s.Var(name).tensor();
-      if (zero_copy && device.place().is_cpu() && !e.written.count(name) && ZeroCopyable(v, name)) {
+      if (!device.place().is_cpu()) {
+        Tensor host;
+        CopyArray(v, name, host, *scope->host_alloc);
+        ThrowIfError(device.CopyFromHost(host, t));
+      } else if (zero_copy && !e.written.count(name) && ZeroCopyable(v, name)) {
         WrapArray(v, name, t);
       } else {
         CopyArray(v, name, t, device.allocator());
@@ -263,9 +301,14 @@ class PyExecutor {
     bool ready = false;
     std::unique_ptr<runtime::Plan> plan;
     std::set<std::string> written;      // every variable an op of the block writes
+    std::set<std::string> read;         // every variable an op of the block reads
     std::vector<std::string> in_place;  // variables an op reads and writes
   };
   static constexpr size_t kMaxPlans = 16;
+
+  /// Moves the values the plan reads that live elsewhere (on the host, or another device) to this
+  /// executor's device, which then holds part of the scope.
+  void BringInputsHere(const Entry& e, ScopeHolder& scope);
 
   Entry& Prepare(const StatePtr& program, int block_idx, const ScopePtr& scope, uint64_t seed) {
     Key key{program.get(), block_idx, scope.get()};
@@ -296,10 +339,12 @@ class PyExecutor {
     e.version = program->version();
     e.seed = seed;
     e.written.clear();
+    e.read.clear();
     e.in_place.clear();
     for (const auto& op : block.desc().ops()) {
       std::set<std::string> ins;
       for (const auto& s : op.inputs()) ins.insert(s.arguments().begin(), s.arguments().end());
+      e.read.insert(ins.begin(), ins.end());
       for (const auto& s : op.outputs())
         for (const auto& a : s.arguments()) {
           e.written.insert(a);
@@ -311,10 +356,34 @@ class PyExecutor {
     return e;
   }
 
-  std::unique_ptr<runtime::Executor> exec_;
+  std::shared_ptr<runtime::Executor> exec_;
   std::map<Key, Entry> cache_;
   std::list<Key> lru_;
 };
+
+void PyExecutor::BringInputsHere(const Entry& e, ScopeHolder& scope) {
+  const Place here = exec_->place();
+  for (const auto& name : e.read) {
+    runtime::Variable* v = e.local.child->Find(name);
+    if (v == nullptr || !v->tensor().initialized() || v->tensor().place() == here) continue;
+    Tensor host;
+    if (v->tensor().place().is_cpu()) {
+      host = v->tensor();
+    } else {
+      ThrowIfError(scope.DeviceOf(v->tensor().place(), name).CopyToHost(v->tensor(), host, *scope.host_alloc));
+    }
+    if (here.is_cpu()) {
+      v->tensor() = std::move(host);
+    } else {
+      Tensor device;
+      ThrowIfError(exec_->device().CopyFromHost(host, device));
+      v->tensor() = std::move(device);
+    }
+  }
+  // Plans' outputs and persistable state are allocated here from now on, whether or not inputs moved.
+  if (!here.is_cpu() && std::find(scope.devices.begin(), scope.devices.end(), exec_) == scope.devices.end())
+    scope.devices.push_back(exec_);
+}
 
 }  // namespace
 
@@ -331,7 +400,7 @@ void RegisterRuntime(py::module_& m) {
           },
           py::arg("name"))
       .def(
-          "get", [](const ScopeHolder& s, const std::string& n) { return TensorToArray(ValueOf(s.scope, n), n); },
+          "get", [](const ScopeHolder& s, const std::string& n) { return ScopeValueToArray(s, ValueOf(s.scope, n), n); },
           py::arg("name"), "A copy of the variable's tensor as a NumPy array.")
       .def(
           "set",
@@ -371,8 +440,17 @@ void RegisterRuntime(py::module_& m) {
   m.def(
       "save_params",
       [](const std::string& path, const py::iterable& names, const ScopeHolder& scope) {
+        // A device context copies both its own tensors and host ones.
+        std::vector<std::string> list = Names(names);
+        for (const auto& n : list) {
+          runtime::Variable* v = scope.scope.Find(n);
+          if (v != nullptr && v->tensor().initialized() && !v->tensor().place().is_cpu()) {
+            ThrowIfError(io::SaveParams(path, list, scope.scope, scope.DeviceOf(v->tensor().place(), n)));
+            return;
+          }
+        }
         auto device = HostContext();
-        ThrowIfError(io::SaveParams(path, Names(names), scope.scope, *device));
+        ThrowIfError(io::SaveParams(path, list, scope.scope, *device));
       },
       py::arg("path"), py::arg("names"), py::arg("scope"),
       "Writes the named tensors in PaddlePaddle's combined params format (save_combine), in the given order.");

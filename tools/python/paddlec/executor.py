@@ -13,7 +13,7 @@ import numpy as np
 
 from paddlec import _core, errors, framework
 
-__all__ = ["Scope", "Executor", "CPUPlace", "global_scope", "scope_guard"]
+__all__ = ["Scope", "Executor", "CPUPlace", "CUDAPlace", "global_scope", "scope_guard"]
 
 
 class CPUPlace:
@@ -21,6 +21,20 @@ class CPUPlace:
 
     def __str__(self):
         return "cpu"
+
+    __repr__ = __str__
+
+
+class CUDAPlace:
+    """GPU ``device_id`` (PaddlePaddle's spelling of place='gpu:N')."""
+
+    def __init__(self, device_id=0):
+        if not isinstance(device_id, int) or isinstance(device_id, bool) or device_id < 0:
+            raise ValueError("CUDAPlace: device_id must be an int >= 0, got %r" % (device_id,))
+        self.device_id = device_id
+
+    def __str__(self):
+        return "gpu:%d" % self.device_id
 
     __repr__ = __str__
 
@@ -113,11 +127,11 @@ def scope_guard(scope):
 def _place_name(place):
     if place is None:
         return "cpu"
-    if isinstance(place, CPUPlace):
-        return "cpu"
+    if isinstance(place, (CPUPlace, CUDAPlace)):
+        return str(place)
     if isinstance(place, str):
         return place
-    raise TypeError("place must be 'cpu', 'gpu[:N]' or a CPUPlace, got %r" % (place,))
+    raise TypeError("place must be 'cpu', 'gpu[:N]', a CPUPlace or a CUDAPlace, got %r" % (place,))
 
 
 def _feed_inputs(block):
@@ -134,7 +148,13 @@ def _feed_inputs(block):
 
 
 class Executor:
-    """Runs programs on a place ('cpu'; 'gpu' once the CUDA backend runs programs)."""
+    """Runs programs on a place: 'cpu' (default), 'gpu' or 'gpu:N' (CUDAPlace(N)).
+
+    On a GPU, feeds are copied to the device and fetches back; parameters stay in device memory
+    between runs (``Scope.get`` and ``io.save_params`` copy them out) and executors of one GPU share
+    its stream and memory. Values a program reads from another place (set from Python, or left by a
+    run elsewhere) are moved to this one when it runs.
+    """
 
     def __init__(self, place=None, num_threads=0):
         self.place = _place_name(place)

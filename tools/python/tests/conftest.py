@@ -26,6 +26,9 @@ def pytest_configure(config):
     core = BUILD / "python" / "paddlec" / ("_core" + sysconfig.get_config_var("EXT_SUFFIX"))
     if core.exists() and not filecmp.cmp(core, paddlec._core.__file__, shallow=False):
         stale.append(str(core))
+    lib = core.parent / "libpaddlec.so"
+    if lib.exists() and not filecmp.cmp(lib, installed / "libpaddlec.so", shallow=False):
+        stale.append(str(lib))
     if stale:
         raise pytest.UsageError("the installed paddlec (%s) differs from this checkout in %s: run scripts/setup.sh"
                                 % (installed, ", ".join(stale[:5])))
