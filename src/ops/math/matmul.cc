@@ -1,14 +1,11 @@
 // Matrix products: mul (2-D after flattening) and matmul_v2 (NumPy matmul with transposes), and
-// their gradients, all on math::Gemm (oneDNN for float32, Eigen for float64).
-//
-// Gradients are products with transposed operands expressed as strides (no explicit transposes).
-// When matmul_v2 broadcasts an operand over batch dims, its gradient is computed per batch into
-// kernel-owned scratch and summed over the broadcast dims; the common case of a weight without
-// batch dims (Y [K, N] against X [B..., M, K]) instead folds the batch into M, so the forward and
-// both gradients are single GEMMs and the batch sum happens inside the contraction.
+// their gradients, all on math::Gemm (oneDNN for float32, Eigen for float64), planned by
+// matmul_shape.h. A gradient of a batch-broadcast operand is summed into it from kernel-owned
+// scratch.
 #include "common/cpu_kernels.h"
 #include "math/broadcast.h"
 #include "math/gemm.h"
+#include "math/matmul_shape.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
@@ -16,52 +13,12 @@ namespace {
 
 using math::Gemm;
 using math::GemmShape;
+using namespace matmul;  // NOLINT: the family's shared slots and shape logic
 
-constexpr InSlot kX{0, "X"};
-constexpr InSlot kY{1, "Y"};
-constexpr OutSlot kOut{0, "Out"};
-// Gradient ops: (X, Y, Out@GRAD) -> (X@GRAD, Y@GRAD).
-constexpr InSlot kGradX{0, "X"};
-constexpr InSlot kGradY{1, "Y"};
-constexpr InSlot kGradDOut{2, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
-constexpr OutSlot kDY{1, "Y@GRAD"};
-
-std::string_view BoolName(bool b) { return b ? "true" : "false"; }
 
 runtime::CpuContext& Cpu(KernelContext& ctx) { return ctx.device_as<runtime::CpuContext>(); }
 
 // ---- mul --------------------------------------------------------------------------------------
-
-/// mul's 2-D view: X flattened to [M, K] at x_num_col_dims, Y to [K, N] at y_num_col_dims.
-struct MulDims {
-  int64_t m, k, n;
-  Dims out;
-};
-
-StatusOr<MulDims> AnalyzeMul(const Dims& x, const Dims& y, int xn, int yn) {
-  if (xn >= x.rank())
-    return MakeError(ErrorCode::kShape,
-                     "X has shape {} (rank {}) but x_num_col_dims is {}: it must be less than X's rank", x.ToString(),
-                     x.rank(), xn);
-  if (yn >= y.rank())
-    return MakeError(ErrorCode::kShape,
-                     "Y has shape {} (rank {}) but y_num_col_dims is {}: it must be less than Y's rank", y.ToString(),
-                     y.rank(), yn);
-  MulDims d{x.Product(0, xn), x.Product(xn, x.rank()), y.Product(yn, y.rank()), {}};
-  const int64_t ky = y.Product(0, yn);
-  if (!DimMatch(d.k, ky))
-    return MakeError(ErrorCode::kShape,
-                     "X has shape {} and Y has shape {}: flattened at x_num_col_dims {} and y_num_col_dims {} they are "
-                     "[{}, {}] and [{}, {}], so X's width {} must equal Y's height {}",
-                     x.ToString(), y.ToString(), xn, yn, d.m, d.k, ky, d.n, d.k, ky);
-  if (xn + y.rank() - yn > kMaxRank)
-    return MakeError(ErrorCode::kShape, "X of shape {} and Y of shape {} would give an output of rank {} (at most {})",
-                     x.ToString(), y.ToString(), xn + y.rank() - yn, kMaxRank);
-  for (int i = 0; i < xn; ++i) d.out.push_back(x[i]);
-  for (int i = yn; i < y.rank(); ++i) d.out.push_back(y[i]);
-  return d;
-}
 
 Status CheckSameDType(InferShapeContext& ctx) {
   if (ctx.InputDType(kX) != ctx.InputDType(kY))
@@ -78,11 +35,6 @@ Status InferMul(InferShapeContext& ctx) {
   return Status::OK();
 }
 
-struct MulAttrs {
-  int xn, yn;
-  explicit MulAttrs(const AttrReader& a) : xn(a.Get<int>("x_num_col_dims")), yn(a.Get<int>("y_num_col_dims")) {}
-};
-
 template <class T>
 class MulKernel final : public OpKernel {
  public:
@@ -93,7 +45,7 @@ class MulKernel final : public OpKernel {
     const Tensor& y = ctx.In(kY);
     if (!(x.dims() == x_dims_ && y.dims() == y_dims_)) {
       PC_ASSIGN_OR_RETURN(MulDims d, AnalyzeMul(x.dims(), y.dims(), attrs_.xn, attrs_.yn));
-      shape_ = GemmShape{{}, {}, {}, d.m, d.k, d.n, false, false};
+      shape_ = d.Forward();
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
@@ -119,8 +71,8 @@ class MulGradKernel final : public OpKernel {
     const T* dout = ctx.In(kGradDOut).data<T>();
     if (!(x.dims() == x_dims_ && y.dims() == y_dims_)) {
       PC_ASSIGN_OR_RETURN(MulDims d, AnalyzeMul(x.dims(), y.dims(), attrs_.xn, attrs_.yn));
-      dx_shape_ = GemmShape{{}, {}, {}, d.m, d.n, d.k, false, true};
-      dy_shape_ = GemmShape{{}, {}, {}, d.k, d.m, d.n, true, false};
+      dx_shape_ = d.GradX();
+      dy_shape_ = d.GradY();
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
@@ -140,62 +92,6 @@ class MulGradKernel final : public OpKernel {
 
 // ---- matmul_v2 ----------------------------------------------------------------------------------
 
-/// matmul_v2's problem in NumPy terms. A 1-D X is a row [1, K] and a 1-D Y a column [K, 1] (their
-/// transposes ignored, the extra dim dropped from Out); batch dims broadcast.
-struct MatmulDims {
-  Dims x_batch, y_batch, out_batch;  // aligned to one rank (left-padded with 1s)
-  int64_t m = 0, k = 0, n = 0;
-  bool trans_x = false, trans_y = false;  // effective: false for 1-D operands
-  Dims out;
-  /// Y has no batch to broadcast and X is not transposed: X's batch folds into M.
-  bool FoldsBatch() const {
-    return !trans_x && std::all_of(y_batch.begin(), y_batch.end(), [](int64_t d) { return d == 1; });
-  }
-};
-
-StatusOr<MatmulDims> AnalyzeMatmul(const Dims& x, const Dims& y, bool trans_x, bool trans_y) {
-  auto context = [&] {
-    return fmt::format("X has shape {} and Y has shape {} (trans_x {}, trans_y {})", x.ToString(), y.ToString(),
-                       BoolName(trans_x), BoolName(trans_y));
-  };
-  if (x.rank() == 0 || y.rank() == 0)
-    return MakeError(ErrorCode::kShape, "{}: matmul_v2 needs operands of rank >= 1", context());
-  MatmulDims d;
-  const bool x_vec = x.rank() == 1, y_vec = y.rank() == 1;
-  d.trans_x = trans_x && !x_vec;
-  d.trans_y = trans_y && !y_vec;
-  const int64_t xr = x_vec ? 1 : x[x.rank() - 2], xc = x.back();
-  const int64_t yr = y_vec ? y[0] : y[y.rank() - 2], yc = y_vec ? 1 : y.back();
-  d.m = d.trans_x ? xc : xr;
-  d.k = d.trans_x ? xr : xc;
-  const int64_t ky = d.trans_y ? yc : yr;
-  d.n = d.trans_y ? yr : yc;
-  if (!DimMatch(d.k, ky))
-    return MakeError(ErrorCode::kShape, "{}: the contracted dims differ (X gives {}, Y gives {})", context(), d.k, ky);
-  d.k = DimMerge(d.k, ky);
-  const int xb = std::max(0, x.rank() - 2), yb = std::max(0, y.rank() - 2), rb = std::max(xb, yb);
-  for (int i = 0; i < rb; ++i) {
-    const int64_t a = i < rb - xb ? 1 : x[i - (rb - xb)];
-    const int64_t b = i < rb - yb ? 1 : y[i - (rb - yb)];
-    int64_t o;
-    if (a == b || b == 1)
-      o = a;
-    else if (a == 1)
-      o = b;
-    else if (a < 0 || b < 0)
-      o = std::max(a, b);
-    else
-      return MakeError(ErrorCode::kShape, "{}: batch dim {} differs ({} vs {}) and neither is 1", context(), i, a, b);
-    d.x_batch.push_back(a);
-    d.y_batch.push_back(b);
-    d.out_batch.push_back(o);
-  }
-  d.out = d.out_batch;
-  if (!x_vec) d.out.push_back(d.m);
-  if (!y_vec) d.out.push_back(d.n);
-  return d;
-}
-
 Status InferMatmulV2(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(CheckSameDType(ctx));
   PC_ASSIGN_OR_RETURN(MatmulDims d, AnalyzeMatmul(ctx.InputDims(kX), ctx.InputDims(kY), ctx.Attr<bool>("trans_x"),
@@ -203,11 +99,6 @@ Status InferMatmulV2(InferShapeContext& ctx) {
   ctx.SetOutput(kOut, d.out, ctx.InputDType(kX));
   return Status::OK();
 }
-
-struct MatmulAttrs {
-  bool trans_x, trans_y;
-  explicit MatmulAttrs(const AttrReader& a) : trans_x(a.Get<bool>("trans_x")), trans_y(a.Get<bool>("trans_y")) {}
-};
 
 template <class T>
 class MatmulV2Kernel final : public OpKernel {
@@ -219,10 +110,7 @@ class MatmulV2Kernel final : public OpKernel {
     const Tensor& y = ctx.In(kY);
     if (!(x.dims() == x_dims_ && y.dims() == y_dims_)) {
       PC_ASSIGN_OR_RETURN(MatmulDims d, AnalyzeMatmul(x.dims(), y.dims(), attrs_.trans_x, attrs_.trans_y));
-      if (d.FoldsBatch())
-        shape_ = GemmShape{{}, {}, {}, d.out_batch.Numel() * d.m, d.k, d.n, false, d.trans_y};
-      else
-        shape_ = GemmShape{d.x_batch, d.y_batch, d.out_batch, d.m, d.k, d.n, d.trans_x, d.trans_y};
+      shape_ = d.Forward();
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
@@ -247,17 +135,11 @@ struct GradProduct {
   Gemm<T> gemm;
   std::vector<T> product, partials;
 
-  void Plan(const GemmShape& s, bool dout_first, const Dims& operand_batch) {
-    shape = s;
-    a_is_dout = dout_first;
-    reduce = !(operand_batch == s.c_batch);
-    if (!reduce) return;
-    Dims full = s.c_batch, target = operand_batch;
-    full.push_back(s.m);
-    full.push_back(s.n);
-    target.push_back(s.m);
-    target.push_back(s.n);
-    reduce_loop = math::MakeLoop<2>(full, {full, target});
+  void Plan(const GradGemm& g) {
+    shape = g.shape;
+    a_is_dout = g.dout_first;
+    reduce = g.reduces();
+    if (reduce) reduce_loop = math::MakeLoop<2>(g.ProductDims(), {g.ProductDims(), g.GradDims()});
   }
 
   Status Run(runtime::CpuContext& cpu, const T* dout, const T* other, Tensor& grad) {
@@ -282,9 +164,7 @@ struct GradProduct {
   }
 };
 
-/// With op(.) the effective transposes and Out = op(X) op(Y):
-///   dX = dOut op(Y)^T (stored transposed when trans_x: op(Y) dOut^T),
-///   dY = op(X)^T dOut (stored transposed when trans_y: dOut^T op(X)).
+/// X@GRAD and Y@GRAD as MatmulDims::GradX and GradY plan them.
 template <class T>
 class MatmulV2GradKernel final : public OpKernel {
  public:
@@ -307,23 +187,8 @@ class MatmulV2GradKernel final : public OpKernel {
   Status Plan(const Dims& xd, const Dims& yd) {
     PC_ASSIGN_OR_RETURN(MatmulDims d, AnalyzeMatmul(xd, yd, attrs_.trans_x, attrs_.trans_y));
     out_numel_ = d.out.Numel();
-    const bool tx = d.trans_x, ty = d.trans_y;
-    if (d.FoldsBatch()) {
-      const int64_t m = d.out_batch.Numel() * d.m;
-      dx_.Plan(GemmShape{{}, {}, {}, m, d.n, d.k, false, !ty}, true, {});
-      dy_.Plan(ty ? GemmShape{{}, {}, {}, d.n, m, d.k, true, false} : GemmShape{{}, {}, {}, d.k, m, d.n, true, false},
-               ty, {});
-    } else {
-      const Dims& cb = d.out_batch;
-      if (!tx)
-        dx_.Plan(GemmShape{cb, d.y_batch, cb, d.m, d.n, d.k, false, !ty}, true, d.x_batch);
-      else
-        dx_.Plan(GemmShape{d.y_batch, cb, cb, d.k, d.n, d.m, ty, true}, false, d.x_batch);
-      if (!ty)
-        dy_.Plan(GemmShape{d.x_batch, cb, cb, d.k, d.m, d.n, !tx, false}, false, d.y_batch);
-      else
-        dy_.Plan(GemmShape{cb, d.x_batch, cb, d.n, d.m, d.k, true, tx}, true, d.y_batch);
-    }
+    dx_.Plan(d.GradX());
+    dy_.Plan(d.GradY());
     x_dims_ = xd;
     y_dims_ = yd;
     return Status::OK();

@@ -1,5 +1,5 @@
 // mul and matmul_v2 and their gradients on the GPU: cuBLAS (S/D)gemm and gemmStridedBatched on the
-// context's handle (bound to its stream), planned exactly as matmul.cc plans its oneDNN products.
+// context's handle (bound to its stream), planned by matmul_shape.h exactly as the CPU plans oneDNN.
 //
 // Row-major on column-major cuBLAS: a row-major [r, c] matrix read column-major is its transpose,
 // so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T with B passed first (see
@@ -17,85 +17,13 @@
 #include <climits>
 
 #include "math/math_cuda_host.h"
+#include "math/matmul_shape.h"
 
 namespace paddlec::ops {
 namespace {
 
 using math::GemmShape;
-
-// Slots of matmul.cc.
-constexpr InSlot kX{0, "X"};
-constexpr InSlot kY{1, "Y"};
-constexpr OutSlot kOut{0, "Out"};
-constexpr InSlot kGradX{0, "X"};
-constexpr InSlot kGradY{1, "Y"};
-constexpr InSlot kGradDOut{2, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
-constexpr OutSlot kDY{1, "Y@GRAD"};
-
-// ---- Shape analysis (matmul.cc's, which infer-shape has already enforced) ---------------------
-
-struct MulDims {
-  int64_t m, k, n;
-};
-
-StatusOr<MulDims> AnalyzeMul(const Dims& x, const Dims& y, int xn, int yn) {
-  if (xn >= x.rank() || yn >= y.rank())
-    return MakeError(ErrorCode::kShape,
-                     "X has shape {} and Y has shape {}: x_num_col_dims {} and y_num_col_dims {} "
-                     "must be less than their ranks",
-                     x.ToString(), y.ToString(), xn, yn);
-  MulDims d{x.Product(0, xn), x.Product(xn, x.rank()), y.Product(yn, y.rank())};
-  if (d.k != y.Product(0, yn))
-    return MakeError(ErrorCode::kShape,
-                     "X has shape {} and Y has shape {}: flattened at x_num_col_dims {} and y_num_col_dims {}, X's "
-                     "width {} must equal Y's height {}",
-                     x.ToString(), y.ToString(), xn, yn, d.k, y.Product(0, yn));
-  return d;
-}
-
-/// matmul_v2's problem in NumPy terms (matmul.cc's MatmulDims).
-struct MatmulDims {
-  Dims x_batch, y_batch, out_batch;
-  int64_t m = 0, k = 0, n = 0;
-  bool trans_x = false, trans_y = false;  // effective: false for 1-D operands
-  int64_t out_numel = 0;
-  bool FoldsBatch() const {
-    return !trans_x && std::all_of(y_batch.begin(), y_batch.end(), [](int64_t d) { return d == 1; });
-  }
-};
-
-StatusOr<MatmulDims> AnalyzeMatmul(const Dims& x, const Dims& y, bool trans_x, bool trans_y) {
-  if (x.rank() == 0 || y.rank() == 0)
-    return MakeError(ErrorCode::kShape, "X has shape {} and Y has shape {}: matmul_v2 needs operands of rank >= 1",
-                     x.ToString(), y.ToString());
-  MatmulDims d;
-  const bool x_vec = x.rank() == 1, y_vec = y.rank() == 1;
-  d.trans_x = trans_x && !x_vec;
-  d.trans_y = trans_y && !y_vec;
-  const int64_t xr = x_vec ? 1 : x[x.rank() - 2], xc = x.back();
-  const int64_t yr = y_vec ? y[0] : y[y.rank() - 2], yc = y_vec ? 1 : y.back();
-  d.m = d.trans_x ? xc : xr;
-  d.k = d.trans_x ? xr : xc;
-  const int64_t ky = d.trans_y ? yc : yr;
-  d.n = d.trans_y ? yr : yc;
-  if (d.k != ky)
-    return MakeError(ErrorCode::kShape, "X has shape {} and Y has shape {}: the contracted dims differ ({} vs {})",
-                     x.ToString(), y.ToString(), d.k, ky);
-  const int xb = std::max(0, x.rank() - 2), yb = std::max(0, y.rank() - 2), rb = std::max(xb, yb);
-  for (int i = 0; i < rb; ++i) {
-    const int64_t a = i < rb - xb ? 1 : x[i - (rb - xb)];
-    const int64_t b = i < rb - yb ? 1 : y[i - (rb - yb)];
-    if (a != b && a != 1 && b != 1)
-      return MakeError(ErrorCode::kShape, "X has shape {} and Y has shape {}: batch dim {} differs ({} vs {})",
-                       x.ToString(), y.ToString(), i, a, b);
-    d.x_batch.push_back(a);
-    d.y_batch.push_back(b);
-    d.out_batch.push_back(a == 1 ? b : a);
-  }
-  d.out_numel = d.out_batch.Numel() * d.m * d.n;
-  return d;
-}
+using namespace matmul;  // NOLINT: the family's shared slots and shape logic
 
 // ---- cuBLAS ------------------------------------------------------------------------------------
 
@@ -178,11 +106,6 @@ class CudaGemm {
 
 // ---- mul ---------------------------------------------------------------------------------------
 
-struct MulAttrs {
-  int xn, yn;
-  explicit MulAttrs(const AttrReader& a) : xn(a.Get<int>("x_num_col_dims")), yn(a.Get<int>("y_num_col_dims")) {}
-};
-
 template <class T>
 class MulCuda final : public OpKernel {
  public:
@@ -193,7 +116,7 @@ class MulCuda final : public OpKernel {
     const Tensor& y = ctx.In(kY);
     if (!(x.dims() == x_dims_ && y.dims() == y_dims_)) {
       PC_ASSIGN_OR_RETURN(MulDims d, AnalyzeMul(x.dims(), y.dims(), attrs_.xn, attrs_.yn));
-      gemm_.Plan(GemmShape{{}, {}, {}, d.m, d.k, d.n, false, false});
+      gemm_.Plan(d.Forward());
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
@@ -218,8 +141,8 @@ class MulGradCuda final : public OpKernel {
     const T* dout = ctx.In(kGradDOut).data<T>();
     if (!(x.dims() == x_dims_ && y.dims() == y_dims_)) {
       PC_ASSIGN_OR_RETURN(MulDims d, AnalyzeMul(x.dims(), y.dims(), attrs_.xn, attrs_.yn));
-      dx_.Plan(GemmShape{{}, {}, {}, d.m, d.n, d.k, false, true});
-      dy_.Plan(GemmShape{{}, {}, {}, d.k, d.m, d.n, true, false});
+      dx_.Plan(d.GradX());
+      dy_.Plan(d.GradY());
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
@@ -236,11 +159,6 @@ class MulGradCuda final : public OpKernel {
 
 // ---- matmul_v2 ---------------------------------------------------------------------------------
 
-struct MatmulAttrs {
-  bool trans_x, trans_y;
-  explicit MatmulAttrs(const AttrReader& a) : trans_x(a.Get<bool>("trans_x")), trans_y(a.Get<bool>("trans_y")) {}
-};
-
 template <class T>
 class MatmulV2Cuda final : public OpKernel {
  public:
@@ -251,10 +169,7 @@ class MatmulV2Cuda final : public OpKernel {
     const Tensor& y = ctx.In(kY);
     if (!(x.dims() == x_dims_ && y.dims() == y_dims_)) {
       PC_ASSIGN_OR_RETURN(MatmulDims d, AnalyzeMatmul(x.dims(), y.dims(), attrs_.trans_x, attrs_.trans_y));
-      if (d.FoldsBatch())
-        gemm_.Plan(GemmShape{{}, {}, {}, d.out_batch.Numel() * d.m, d.k, d.n, false, d.trans_y});
-      else
-        gemm_.Plan(GemmShape{d.x_batch, d.y_batch, d.out_batch, d.m, d.k, d.n, d.trans_x, d.trans_y});
+      gemm_.Plan(d.Forward());
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
@@ -278,17 +193,12 @@ struct GradProduct {
   cuda::ReducePlan reduce_plan;
   DeviceScratch product, partials;
 
-  void Plan(const GemmShape& s, bool dout_first, const Dims& operand_batch) {
-    gemm.Plan(s);
-    a_is_dout = dout_first;
-    reduce = !(operand_batch == s.c_batch);
+  void Plan(const GradGemm& g) {
+    gemm.Plan(g.shape);
+    a_is_dout = g.dout_first;
+    reduce = g.reduces();
     if (!reduce) return;
-    Dims full = s.c_batch, target = operand_batch;
-    full.push_back(s.m);
-    full.push_back(s.n);
-    target.push_back(s.m);
-    target.push_back(s.n);
-    reduce_index = cuda::ReduceOnto(full, target);
+    reduce_index = cuda::ReduceOnto(g.ProductDims(), g.GradDims());
     reduce_plan = cuda::PlanReduce(reduce_index.m, reduce_index.r, reduce_index.inner_reduced);
   }
 
@@ -306,9 +216,7 @@ struct GradProduct {
   }
 };
 
-/// With op(.) the effective transposes and Out = op(X) op(Y):
-///   dX = dOut op(Y)^T (stored transposed when trans_x: op(Y) dOut^T),
-///   dY = op(X)^T dOut (stored transposed when trans_y: dOut^T op(X)).
+/// X@GRAD and Y@GRAD as MatmulDims::GradX and GradY plan them.
 template <class T>
 class MatmulV2GradCuda final : public OpKernel {
  public:
@@ -330,24 +238,9 @@ class MatmulV2GradCuda final : public OpKernel {
  private:
   Status Plan(const Dims& xd, const Dims& yd) {
     PC_ASSIGN_OR_RETURN(MatmulDims d, AnalyzeMatmul(xd, yd, attrs_.trans_x, attrs_.trans_y));
-    out_numel_ = d.out_numel;
-    const bool tx = d.trans_x, ty = d.trans_y;
-    if (d.FoldsBatch()) {
-      const int64_t m = d.out_batch.Numel() * d.m;
-      dx_.Plan(GemmShape{{}, {}, {}, m, d.n, d.k, false, !ty}, true, {});
-      dy_.Plan(ty ? GemmShape{{}, {}, {}, d.n, m, d.k, true, false} : GemmShape{{}, {}, {}, d.k, m, d.n, true, false},
-               ty, {});
-    } else {
-      const Dims& cb = d.out_batch;
-      if (!tx)
-        dx_.Plan(GemmShape{cb, d.y_batch, cb, d.m, d.n, d.k, false, !ty}, true, d.x_batch);
-      else
-        dx_.Plan(GemmShape{d.y_batch, cb, cb, d.k, d.n, d.m, ty, true}, false, d.x_batch);
-      if (!ty)
-        dy_.Plan(GemmShape{d.x_batch, cb, cb, d.k, d.m, d.n, !tx, false}, false, d.y_batch);
-      else
-        dy_.Plan(GemmShape{cb, d.x_batch, cb, d.n, d.m, d.k, true, tx}, true, d.y_batch);
-    }
+    out_numel_ = d.out.Numel();
+    dx_.Plan(d.GradX());
+    dy_.Plan(d.GradY());
     x_dims_ = xd;
     y_dims_ = yd;
     return Status::OK();
