@@ -13,8 +13,9 @@
 // The `initializer` attribute (a VarDesc STRING attr) takes "zeros", "ones", "constant:V",
 // "uniform:LO:HI", "normal:MEAN:STD", "xavier_uniform" or "xavier_normal".
 #include <cmath>
-#include <set>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "paddlec/ops/attrs.h"
 #include "paddlec/passes/pass.h"
@@ -38,7 +39,7 @@ class Roles {
           if (Classify(op.type(), slot.parameter(), &r)) roles_.emplace(a, r);  // first use wins
         }
   }
-  Role Of(const std::string& name, const Dims& dims) const {
+  Role Of(std::string_view name, const Dims& dims) const {
     auto it = roles_.find(name);
     if (it != roles_.end()) return it->second;
     return dims.rank() >= 2 ? Role::kWeight : Role::kZeros;
@@ -55,7 +56,7 @@ class Roles {
     if (t.starts_with("elementwise_") && s == "Y") return *r = Role::kZeros, true;
     return false;
   }
-  std::unordered_map<std::string, Role> roles_;
+  std::unordered_map<std::string_view, Role> roles_;  // views into the block's op descs
 };
 
 /// Fan-in and fan-out of a weight: [in, out] matrices, [O, I, k...] convolution filters.
@@ -146,13 +147,15 @@ class InitParamsPass final : public Pass {
   StatusOr<bool> Run(ir::Module& module, PassContext&) override {
     ir::Block& main = module.main().global_block();
     ir::Block& startup = module.startup().global_block();
-    std::set<std::string> initialized;
+    // Views into the programs' descs: this pass only appends to the startup block, which leaves
+    // existing messages (and their strings) where they are.
+    std::unordered_set<std::string_view> initialized;
     for (const auto& op : startup.desc().ops())
       for (const auto& slot : op.outputs())
         for (const auto& a : slot.arguments()) initialized.insert(a);
 
     // Persistable variables read before any op of the main program writes them.
-    std::set<std::string> written, needed;
+    std::unordered_set<std::string_view> written, needed;
     for (const auto& op : main.desc().ops()) {
       for (const auto& slot : op.inputs())
         for (const auto& a : slot.arguments())

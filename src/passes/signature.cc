@@ -2,14 +2,24 @@
 #include "paddlec/passes/signature.h"
 
 #include <algorithm>
-#include <set>
+#include <string_view>
+#include <unordered_set>
 
 namespace paddlec::passes {
 
 void ComputeSignature(ir::Module& module) {
   auto& compiled = module.compiled();
   ir::Block& block = module.main().global_block();
-  ir::DefUse du(block);
+  // Names some op reads and names some op writes; views into the block's descs, which this
+  // function does not change.
+  using NameSet = std::unordered_set<std::string_view>;
+  auto names = [&](bool inputs) {
+    NameSet set;
+    for (const auto& op : block.desc().ops())
+      for (const auto& s : inputs ? op.inputs() : op.outputs())
+        for (const auto& a : s.arguments()) set.insert(a);
+    return set;
+  };
 
   if (compiled.feed_targets_size() == 0) {
     std::vector<std::string> feeds;
@@ -18,12 +28,13 @@ void ComputeSignature(ir::Module& module) {
         for (const auto& s : op.outputs())
           for (const auto& a : s.arguments()) feeds.push_back(a);
     if (feeds.empty()) {
-      std::set<std::string> seen;
+      const NameSet written = names(false);
+      NameSet seen;
       for (const auto& op : block.desc().ops())
         for (const auto& s : op.inputs())
           for (const auto& a : s.arguments()) {
             const auto* v = block.FindVar(a);
-            if (v == nullptr || v->persistable() || !ir::IsTensorVar(*v) || !du.Writers(a).empty()) continue;
+            if (v == nullptr || v->persistable() || !ir::IsTensorVar(*v) || written.count(a)) continue;
             if (seen.insert(a).second) feeds.push_back(a);
           }
     }
@@ -45,12 +56,13 @@ void ComputeSignature(ir::Module& module) {
         for (const auto& s : op.inputs())
           for (const auto& a : s.arguments()) fetches.push_back(a);
     if (fetches.empty()) {
-      std::set<std::string> seen;
+      const NameSet read = names(true);
+      NameSet seen;
       for (const auto& op : block.desc().ops())
         for (const auto& s : op.outputs())
           for (const auto& a : s.arguments()) {
             const auto* v = block.FindVar(a);
-            if (v == nullptr || v->persistable() || !ir::IsTensorVar(*v) || !du.Readers(a).empty()) continue;
+            if (v == nullptr || v->persistable() || !ir::IsTensorVar(*v) || read.count(a)) continue;
             if (a.find("@GRAD") != std::string::npos) continue;
             if (seen.insert(a).second) fetches.push_back(a);
           }
@@ -58,13 +70,13 @@ void ComputeSignature(ir::Module& module) {
     for (const auto& f : fetches) compiled.add_fetch_targets(f);
   }
 
-  std::set<std::string> params(compiled.parameters().begin(), compiled.parameters().end());
-  for (const auto& v : block.desc().vars()) {
-    if (!v.persistable() || !ir::IsTensorVar(v)) continue;
-    params.insert(v.name());
-  }
+  std::vector<std::string> params(compiled.parameters().begin(), compiled.parameters().end());
+  for (const auto& v : block.desc().vars())
+    if (v.persistable() && ir::IsTensorVar(v)) params.push_back(v.name());
+  std::sort(params.begin(), params.end());
+  params.erase(std::unique(params.begin(), params.end()), params.end());
   compiled.clear_parameters();
-  for (const auto& p : params) compiled.add_parameters(p);
+  for (auto& p : params) compiled.add_parameters(std::move(p));
 }
 
 }  // namespace paddlec::passes

@@ -47,7 +47,10 @@ Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
   c->add_option("--startup", o.startup, "A separate startup ProgramDesc (PaddlePaddle's parameter initializers)");
   c->add_flag("--train", o.train, "Append backward and optimizer ops (a training program)")->group("Training");
   AddTrainingFlags(*c, o);
-  return {c, [&o] { return driver::RunCompile(o, std::cout); }};
+  return {c, [&o] {
+            o.disable_free = true;  // the process ends right after
+            return driver::RunCompile(o, std::cout);
+          }};
 }
 
 /// The flags that choose how a program is compiled for training (compile --train, and train).
