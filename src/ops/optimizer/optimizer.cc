@@ -13,18 +13,15 @@
 #include <cstring>
 
 #include "common/cpu_kernels.h"
+#include "optimizer/optimizer_slots.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
 namespace {
 
-// ---- Shared shape checks ----------------------------------------------------------------------
+using optimizer::ParamSlots;
 
-/// The slots every update op has.
-struct ParamSlots {
-  InSlot param, grad, lr, master;
-  OutSlot param_out, master_out;
-};
+// ---- Shared shape checks ----------------------------------------------------------------------
 
 bool IsFloatDType(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
 
@@ -132,18 +129,7 @@ struct ParamTarget {
 // ---- sgd --------------------------------------------------------------------------------------
 
 namespace sgd {
-constexpr InSlot kParam{0, "Param"};
-constexpr InSlot kLearningRate{1, "LearningRate"};
-constexpr InSlot kGrad{2, "Grad"};
-constexpr InSlot kMasterParam{3, "MasterParam"};
-constexpr OutSlot kParamOut{0, "ParamOut"};
-constexpr OutSlot kMasterParamOut{1, "MasterParamOut"};
-constexpr ParamSlots kSlots{kParam, kGrad, kLearningRate, kMasterParam, kParamOut, kMasterParamOut};
-
-struct Attrs {
-  bool multi_precision;
-  static Attrs Decode(const AttrReader& a) { return {a.Get<bool>("multi_precision")}; }
-};
+using namespace optimizer::sgd;  // NOLINT: its slots and attributes
 
 Status Infer(InferShapeContext& ctx) {
   InSlot source = kParam;
@@ -167,32 +153,7 @@ Status Cpu(KernelContext& ctx, const Attrs& a) {
 // ---- momentum ---------------------------------------------------------------------------------
 
 namespace momentum {
-constexpr InSlot kParam{0, "Param"};
-constexpr InSlot kGrad{1, "Grad"};
-constexpr InSlot kVelocity{2, "Velocity"};
-constexpr InSlot kLearningRate{3, "LearningRate"};
-constexpr InSlot kMasterParam{4, "MasterParam"};
-constexpr OutSlot kParamOut{0, "ParamOut"};
-constexpr OutSlot kVelocityOut{1, "VelocityOut"};
-constexpr OutSlot kMasterParamOut{2, "MasterParamOut"};
-constexpr ParamSlots kSlots{kParam, kGrad, kLearningRate, kMasterParam, kParamOut, kMasterParamOut};
-
-struct Attrs {
-  float mu;
-  bool use_nesterov;
-  bool l2_decay;
-  float regularization_coeff;
-  bool multi_precision;
-  float rescale_grad;
-  static Attrs Decode(const AttrReader& a) {
-    return {a.Get<float>("mu"),
-            a.Get<bool>("use_nesterov"),
-            a.Get<std::string>("regularization_method") == "l2_decay",
-            a.Get<float>("regularization_coeff"),
-            a.Get<bool>("multi_precision"),
-            a.Get<float>("rescale_grad")};
-  }
-};
+using namespace optimizer::momentum;  // NOLINT: its slots and attributes
 
 Status Infer(InferShapeContext& ctx) {
   InSlot source = kParam;
@@ -234,35 +195,7 @@ Status Cpu(KernelContext& ctx, const Attrs& a) {
 // ---- adam -------------------------------------------------------------------------------------
 
 namespace adam {
-constexpr InSlot kParam{0, "Param"};
-constexpr InSlot kGrad{1, "Grad"};
-constexpr InSlot kLearningRate{2, "LearningRate"};
-constexpr InSlot kMoment1{3, "Moment1"};
-constexpr InSlot kMoment2{4, "Moment2"};
-constexpr InSlot kBeta1Pow{5, "Beta1Pow"};
-constexpr InSlot kBeta2Pow{6, "Beta2Pow"};
-constexpr InSlot kBeta1Tensor{7, "Beta1Tensor"};
-constexpr InSlot kBeta2Tensor{8, "Beta2Tensor"};
-constexpr InSlot kEpsilonTensor{9, "EpsilonTensor"};
-constexpr InSlot kMasterParam{10, "MasterParam"};
-constexpr InSlot kSkipUpdate{11, "SkipUpdate"};
-constexpr OutSlot kParamOut{0, "ParamOut"};
-constexpr OutSlot kMoment1Out{1, "Moment1Out"};
-constexpr OutSlot kMoment2Out{2, "Moment2Out"};
-constexpr OutSlot kBeta1PowOut{3, "Beta1PowOut"};
-constexpr OutSlot kBeta2PowOut{4, "Beta2PowOut"};
-constexpr OutSlot kMasterParamOut{5, "MasterParamOut"};
-constexpr ParamSlots kSlots{kParam, kGrad, kLearningRate, kMasterParam, kParamOut, kMasterParamOut};
-
-struct Attrs {
-  float beta1, beta2, epsilon;
-  bool multi_precision;
-  bool use_global_beta_pow;
-  static Attrs Decode(const AttrReader& a) {
-    return {a.Get<float>("beta1"), a.Get<float>("beta2"), a.Get<float>("epsilon"), a.Get<bool>("multi_precision"),
-            a.Get<bool>("use_global_beta_pow")};
-  }
-};
+using namespace optimizer::adam;  // NOLINT: its slots and attributes
 
 Status Infer(InferShapeContext& ctx) {
   InSlot source = kParam;

@@ -1,0 +1,100 @@
+// The optimizer ops' slots and attributes, shared by their shape functions and CPU kernels
+// (optimizer.cc) and their CUDA kernels (optimizer_cuda.cc), so that the devices bind the same slots
+// and read the attributes the same way.
+#pragma once
+
+#include <string>
+
+#include "paddlec/ops/op_registry.h"
+
+namespace paddlec::ops::optimizer {
+
+/// The slots every update op has.
+struct ParamSlots {
+  InSlot param, grad, lr, master;
+  OutSlot param_out, master_out;
+};
+
+// ---- sgd -----------------------------------------------------------------------------------------
+
+namespace sgd {
+inline constexpr InSlot kParam{0, "Param"};
+inline constexpr InSlot kLearningRate{1, "LearningRate"};
+inline constexpr InSlot kGrad{2, "Grad"};
+inline constexpr InSlot kMasterParam{3, "MasterParam"};
+inline constexpr OutSlot kParamOut{0, "ParamOut"};
+inline constexpr OutSlot kMasterParamOut{1, "MasterParamOut"};
+inline constexpr ParamSlots kSlots{kParam, kGrad, kLearningRate, kMasterParam, kParamOut, kMasterParamOut};
+
+struct Attrs {
+  bool multi_precision;
+  static Attrs Decode(const AttrReader& a) { return {a.Get<bool>("multi_precision")}; }
+};
+}  // namespace sgd
+
+// ---- momentum ------------------------------------------------------------------------------------
+
+namespace momentum {
+inline constexpr InSlot kParam{0, "Param"};
+inline constexpr InSlot kGrad{1, "Grad"};
+inline constexpr InSlot kVelocity{2, "Velocity"};
+inline constexpr InSlot kLearningRate{3, "LearningRate"};
+inline constexpr InSlot kMasterParam{4, "MasterParam"};
+inline constexpr OutSlot kParamOut{0, "ParamOut"};
+inline constexpr OutSlot kVelocityOut{1, "VelocityOut"};
+inline constexpr OutSlot kMasterParamOut{2, "MasterParamOut"};
+inline constexpr ParamSlots kSlots{kParam, kGrad, kLearningRate, kMasterParam, kParamOut, kMasterParamOut};
+
+struct Attrs {
+  float mu;
+  bool use_nesterov;
+  bool l2_decay;
+  float regularization_coeff;
+  bool multi_precision;
+  float rescale_grad;
+  static Attrs Decode(const AttrReader& a) {
+    return {a.Get<float>("mu"),
+            a.Get<bool>("use_nesterov"),
+            a.Get<std::string>("regularization_method") == "l2_decay",
+            a.Get<float>("regularization_coeff"),
+            a.Get<bool>("multi_precision"),
+            a.Get<float>("rescale_grad")};
+  }
+};
+}  // namespace momentum
+
+// ---- adam ----------------------------------------------------------------------------------------
+
+namespace adam {
+inline constexpr InSlot kParam{0, "Param"};
+inline constexpr InSlot kGrad{1, "Grad"};
+inline constexpr InSlot kLearningRate{2, "LearningRate"};
+inline constexpr InSlot kMoment1{3, "Moment1"};
+inline constexpr InSlot kMoment2{4, "Moment2"};
+inline constexpr InSlot kBeta1Pow{5, "Beta1Pow"};
+inline constexpr InSlot kBeta2Pow{6, "Beta2Pow"};
+inline constexpr InSlot kBeta1Tensor{7, "Beta1Tensor"};
+inline constexpr InSlot kBeta2Tensor{8, "Beta2Tensor"};
+inline constexpr InSlot kEpsilonTensor{9, "EpsilonTensor"};
+inline constexpr InSlot kMasterParam{10, "MasterParam"};
+inline constexpr InSlot kSkipUpdate{11, "SkipUpdate"};
+inline constexpr OutSlot kParamOut{0, "ParamOut"};
+inline constexpr OutSlot kMoment1Out{1, "Moment1Out"};
+inline constexpr OutSlot kMoment2Out{2, "Moment2Out"};
+inline constexpr OutSlot kBeta1PowOut{3, "Beta1PowOut"};
+inline constexpr OutSlot kBeta2PowOut{4, "Beta2PowOut"};
+inline constexpr OutSlot kMasterParamOut{5, "MasterParamOut"};
+inline constexpr ParamSlots kSlots{kParam, kGrad, kLearningRate, kMasterParam, kParamOut, kMasterParamOut};
+
+struct Attrs {
+  float beta1, beta2, epsilon;
+  bool multi_precision;
+  bool use_global_beta_pow;
+  static Attrs Decode(const AttrReader& a) {
+    return {a.Get<float>("beta1"), a.Get<float>("beta2"), a.Get<float>("epsilon"), a.Get<bool>("multi_precision"),
+            a.Get<bool>("use_global_beta_pow")};
+  }
+};
+}  // namespace adam
+
+}  // namespace paddlec::ops::optimizer
