@@ -17,47 +17,13 @@
 
 #include "common/cpu_kernels.h"
 #include "nn/nn.h"
+#include "nn/norm_slots.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
 namespace {
 
-// ---- batch_norm slots -----------------------------------------------------------------------
-
-constexpr InSlot kBnX{0, "X"};
-constexpr InSlot kBnScale{1, "Scale"};
-constexpr InSlot kBnBias{2, "Bias"};
-constexpr InSlot kBnMean{3, "Mean"};
-constexpr InSlot kBnVariance{4, "Variance"};
-constexpr InSlot kBnMomentum{5, "MomentumTensor"};
-constexpr OutSlot kBnY{0, "Y"};
-constexpr OutSlot kBnMeanOut{1, "MeanOut"};
-constexpr OutSlot kBnVarianceOut{2, "VarianceOut"};
-constexpr OutSlot kBnSavedMean{3, "SavedMean"};
-constexpr OutSlot kBnSavedVariance{4, "SavedVariance"};
-constexpr OutSlot kBnReserveSpace{5, "ReserveSpace"};
-// batch_norm_grad: (X, Scale, Bias, SavedMean, SavedVariance, Y@GRAD) -> (X@GRAD, Scale@GRAD, Bias@GRAD).
-constexpr InSlot kBnGX{0, "X"};
-constexpr InSlot kBnGScale{1, "Scale"};
-constexpr InSlot kBnGBias{2, "Bias"};
-constexpr InSlot kBnGSavedMean{3, "SavedMean"};
-constexpr InSlot kBnGSavedVariance{4, "SavedVariance"};
-constexpr InSlot kBnGDY{5, "Y@GRAD"};
-constexpr OutSlot kBnGDX{0, "X@GRAD"};
-constexpr OutSlot kBnGDScale{1, "Scale@GRAD"};
-constexpr OutSlot kBnGDBias{2, "Bias@GRAD"};
-
-struct BatchNormAttrs {
-  float momentum, epsilon;
-  bool channel_last;
-  bool global_stats;  // normalize with the running statistics
-
-  static BatchNormAttrs Decode(const AttrReader& a) {
-    bool test_mode = a.Get<bool>("is_test") && !a.Get<bool>("trainable_statistics");
-    return {a.Get<float>("momentum"), a.Get<float>("epsilon"), a.Get<std::string>("data_layout") == "NHWC",
-            test_mode || a.Get<bool>("use_global_stats")};
-  }
-};
+using namespace norm;  // NOLINT: the family's shared slots and attributes
 
 /// X viewed as [outer, C, inner]: NCHW gives [N, C, H*W...], NHWC and 2-D inputs give [N*H*W..., C, 1].
 struct ChannelView {
@@ -317,26 +283,6 @@ class BatchNormGradKernel final : public OpKernel {
 };
 
 // ---- layer_norm -----------------------------------------------------------------------------
-
-constexpr InSlot kLnX{0, "X"};
-constexpr InSlot kLnScale{1, "Scale"};
-constexpr InSlot kLnBias{2, "Bias"};
-constexpr OutSlot kLnY{0, "Y"};
-constexpr OutSlot kLnMean{1, "Mean"};
-constexpr OutSlot kLnVariance{2, "Variance"};
-// layer_norm_grad: (X, Scale, Bias, Mean, Variance, Y@GRAD) -> (X@GRAD, Scale@GRAD, Bias@GRAD).
-constexpr InSlot kLnGMean{3, "Mean"};
-constexpr InSlot kLnGVariance{4, "Variance"};
-constexpr InSlot kLnGDY{5, "Y@GRAD"};
-constexpr OutSlot kLnGDX{0, "X@GRAD"};
-constexpr OutSlot kLnGDScale{1, "Scale@GRAD"};
-constexpr OutSlot kLnGDBias{2, "Bias@GRAD"};
-
-struct LayerNormAttrs {
-  float epsilon;
-  int begin_norm_axis;
-  static LayerNormAttrs Decode(const AttrReader& a) { return {a.Get<float>("epsilon"), a.Get<int>("begin_norm_axis")}; }
-};
 
 /// Checks X against begin_norm_axis and Scale/Bias against the normalized size; returns [left, right].
 Status LayerNormView(InferShapeContext& ctx, int64_t* left, int64_t* right) {
