@@ -13,44 +13,14 @@
 
 #include "common/cpu_kernels.h"
 #include "common/philox.h"
+#include "nn/dropout_slots.h"
 #include "nn/nn.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
 namespace {
 
-constexpr InSlot kX{0, "X"};
-constexpr InSlot kSeed{1, "Seed"};
-constexpr OutSlot kOut{0, "Out"};
-constexpr OutSlot kMask{1, "Mask"};
-// dropout_grad: (Mask, Out@GRAD) -> X@GRAD.
-constexpr InSlot kGMask{0, "Mask"};
-constexpr InSlot kGDOut{1, "Out@GRAD"};
-constexpr OutSlot kGDX{0, "X@GRAD"};
-
-struct DropoutAttrs {
-  float p;
-  bool is_test, upscale;
-  bool fixed_seed;
-  int seed;
-
-  static DropoutAttrs Decode(const AttrReader& a) {
-    int seed = a.Get<int>("seed");
-    return {a.Get<float>("dropout_prob"), a.Get<bool>("is_test"),
-            a.Get<std::string>("dropout_implementation") == "upscale_in_train", a.Get<bool>("fix_seed") || seed != 0,
-            seed};
-  }
-  /// The factor kept elements are multiplied by in training.
-  template <class T>
-  T train_scale() const {
-    return upscale ? T(1) / (T(1) - static_cast<T>(p)) : T(1);
-  }
-  /// The factor every element is multiplied by in inference.
-  template <class T>
-  T test_scale() const {
-    return upscale ? T(1) : T(1) - static_cast<T>(p);
-  }
-};
+using namespace dropout;  // NOLINT: the op's shared slots and attributes
 
 Status InferDropout(InferShapeContext& ctx) {
   if (ctx.HasInput(kSeed)) {
@@ -81,7 +51,7 @@ class DropoutKernel final : public OpKernel {
  public:
   explicit DropoutKernel(const KernelInit& init)
       : attrs_(DropoutAttrs::Decode(init.attrs)),
-        philox_(attrs_.fixed_seed ? static_cast<uint64_t>(static_cast<int64_t>(attrs_.seed)) : init.seed),
+        philox_(attrs_.StreamSeed(init.seed)),
         step_(init.start_step) {}
 
   Status Run(KernelContext& ctx) override {

@@ -5,52 +5,22 @@
 // is read by the kernel on the device, never copied to the host.
 #include <string>
 
+#include "nn/dropout_slots.h"
 #include "nn/nn_cuda.h"
 #include "nn/nn_cuda_host.h"
 
 namespace paddlec::ops::nn {
 namespace {
 
+using namespace dropout;  // NOLINT: the op's shared slots and attributes
 using runtime::cuda::CudaContext;
-
-constexpr InSlot kX{0, "X"};
-constexpr InSlot kSeed{1, "Seed"};
-constexpr OutSlot kOut{0, "Out"};
-constexpr OutSlot kMask{1, "Mask"};
-// dropout_grad: (Mask, Out@GRAD) -> X@GRAD.
-constexpr InSlot kGMask{0, "Mask"};
-constexpr InSlot kGDOut{1, "Out@GRAD"};
-constexpr OutSlot kGDX{0, "X@GRAD"};
-
-struct DropoutAttrs {
-  float p;
-  bool is_test, upscale;
-  bool fixed_seed;
-  int seed;
-
-  static DropoutAttrs Decode(const AttrReader& a) {
-    int seed = a.Get<int>("seed");
-    return {a.Get<float>("dropout_prob"), a.Get<bool>("is_test"),
-            a.Get<std::string>("dropout_implementation") == "upscale_in_train", a.Get<bool>("fix_seed") || seed != 0,
-            seed};
-  }
-  // The factors in T exactly as dropout.cc computes them (then passed losslessly through double).
-  template <class T>
-  T train_scale() const {
-    return upscale ? T(1) / (T(1) - static_cast<T>(p)) : T(1);
-  }
-  template <class T>
-  T test_scale() const {
-    return upscale ? T(1) : T(1) - static_cast<T>(p);
-  }
-};
 
 template <class T>
 class DropoutKernel final : public OpKernel {
  public:
   explicit DropoutKernel(const KernelInit& init)
       : attrs_(DropoutAttrs::Decode(init.attrs)),
-        seed_(attrs_.fixed_seed ? static_cast<uint64_t>(static_cast<int64_t>(attrs_.seed)) : init.seed),
+        seed_(attrs_.StreamSeed(init.seed)),
         step_(init.start_step) {}
 
   // Each run draws a new mask (its step is a launch argument): a replay would repeat one mask.
