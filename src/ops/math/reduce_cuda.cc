@@ -7,57 +7,12 @@
 #include <vector>
 
 #include "math/math_cuda_host.h"
+#include "math/reduce_spec.h"
 
 namespace paddlec::ops {
 namespace {
 
-// Slots of reduce.cc.
-constexpr InSlot kX{0, "X"};
-constexpr OutSlot kOut{0, "Out"};
-constexpr InSlot kGradX{0, "X"};
-constexpr InSlot kGradDOut{1, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
-
-/// reduce.cc's ReduceSpec: the attributes and PaddlePaddle's rules for which axes are reduced.
-struct ReduceAxes {
-  std::vector<int> dim;
-  bool reduce_all = true;
-
-  static ReduceAxes All() { return {}; }
-  static ReduceAxes Decode(const AttrReader& a) {
-    ReduceAxes s;
-    s.dim = a.Get<std::vector<int>>("dim");
-    s.reduce_all = a.Get<bool>("reduce_all");
-    return s;
-  }
-
-  /// X's dims with the reduced axes set to 1. reduce_all, an empty `dim` or one naming every axis
-  /// reduces everything; a 0-D X accepts dim 0 or -1.
-  StatusOr<Dims> Kept(const Dims& x) const {
-    const int rank = x.rank();
-    Dims kept = x;
-    if (reduce_all || dim.empty() || rank == 0) {
-      for (int i = 0; i < rank; ++i) kept[i] = 1;
-      if (rank == 0 && !reduce_all)
-        for (int d : dim)
-          if (d != 0 && d != -1)
-            return MakeError(ErrorCode::kShape, "dim {} is out of range for X of shape {} (rank 0)", d, x.ToString());
-      return kept;
-    }
-    uint32_t mask = 0;
-    for (int d : dim) {
-      const int a = NormalizeAxis(d, rank);
-      if (a < 0)
-        return MakeError(ErrorCode::kShape, "dim {} is out of range for X of shape {} (rank {})", d, x.ToString(),
-                         rank);
-      if (mask & (uint32_t{1} << a))
-        return MakeError(ErrorCode::kShape, "dim names axis {} of X (shape {}) twice", a, x.ToString());
-      mask |= uint32_t{1} << a;
-      kept[a] = 1;
-    }
-    return kept;
-  }
-};
+using namespace reduce;  // NOLINT: the family's shared slots and axis rules
 
 /// Sums (kMean: averages) X over the reduced axes into Out, whose dtype may differ (out_dtype):
 /// elements are converted to Out's type before they are added, as on the CPU.
@@ -65,13 +20,13 @@ template <class TIn, bool kMean>
 class ReduceCuda final : public OpKernel {
  public:
   explicit ReduceCuda(const KernelInit& init, bool all = false)
-      : axes_(all ? ReduceAxes::All() : ReduceAxes::Decode(init.attrs)) {}
+      : axes_(all ? ReduceSpec::All() : ReduceSpec::Decode(init.attrs)) {}
 
   Status Run(KernelContext& ctx) override {
     const Tensor& x = ctx.In(kX);
     Tensor& out = ctx.Out(kOut);
     if (!(x.dims() == x_dims_)) {
-      PC_ASSIGN_OR_RETURN(Dims kept, axes_.Kept(x.dims()));
+      PC_ASSIGN_OR_RETURN(Dims kept, axes_.KeptDims(x.dims()));
       if (kept.Numel() != out.numel())
         return MakeError(ErrorCode::kShape, "Out has shape {} but reducing X of shape {} gives {} elements",
                          out.dims().ToString(), x.dims().ToString(), kept.Numel());
@@ -112,7 +67,7 @@ class ReduceCuda final : public OpKernel {
                           "reduce");
   }
 
-  ReduceAxes axes_;
+  ReduceSpec axes_;
   Dims x_dims_{-2};
   cuda::ReduceIndex<2> index_;
   cuda::ReducePlan plan_;
@@ -126,7 +81,7 @@ template <class TX, bool kMean>
 class ReduceGradCuda final : public OpKernel {
  public:
   explicit ReduceGradCuda(const KernelInit& init, bool all = false)
-      : axes_(all ? ReduceAxes::All() : ReduceAxes::Decode(init.attrs)) {}
+      : axes_(all ? ReduceSpec::All() : ReduceSpec::Decode(init.attrs)) {}
 
   Status Run(KernelContext& ctx) override {
     Tensor* dx = ctx.OutOpt(kDX);
@@ -134,7 +89,7 @@ class ReduceGradCuda final : public OpKernel {
     const Tensor& x = ctx.In(kGradX);
     const Tensor& dout = ctx.In(kGradDOut);
     if (!(x.dims() == x_dims_)) {
-      PC_ASSIGN_OR_RETURN(Dims kept, axes_.Kept(x.dims()));
+      PC_ASSIGN_OR_RETURN(Dims kept, axes_.KeptDims(x.dims()));
       if (kept.Numel() != dout.numel())
         return MakeError(ErrorCode::kShape, "Out@GRAD has shape {} but reducing X of shape {} gives {} elements",
                          dout.dims().ToString(), x.dims().ToString(), kept.Numel());
@@ -159,7 +114,7 @@ class ReduceGradCuda final : public OpKernel {
   }
 
  private:
-  ReduceAxes axes_;
+  ReduceSpec axes_;
   Dims x_dims_{-2};
   cuda::StridedIndex<2> index_;
   int64_t count_ = 0;
