@@ -7,25 +7,13 @@
 
 #include "common/cpu_kernels.h"
 #include "math/broadcast.h"
+#include "math/cos_sim_slots.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
 namespace {
 
-constexpr InSlot kX{0, "X"};
-constexpr InSlot kY{1, "Y"};
-constexpr OutSlot kOut{0, "Out"};
-constexpr OutSlot kXNorm{1, "XNorm"};
-constexpr OutSlot kYNorm{2, "YNorm"};
-// cos_sim_grad: (X, Y, Out, XNorm, YNorm, Out@GRAD) -> (X@GRAD, Y@GRAD).
-constexpr InSlot kGradX{0, "X"};
-constexpr InSlot kGradY{1, "Y"};
-constexpr InSlot kGradOut{2, "Out"};
-constexpr InSlot kGradXNorm{3, "XNorm"};
-constexpr InSlot kGradYNorm{4, "YNorm"};
-constexpr InSlot kGradDOut{5, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
-constexpr OutSlot kDY{1, "Y@GRAD"};
+using namespace cos_sim;  // NOLINT: the op's shared slots
 
 Status InferCosSim(InferShapeContext& ctx) {
   const Dims x = ctx.InputDims(kX), y = ctx.InputDims(kY);

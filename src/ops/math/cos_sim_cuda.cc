@@ -1,25 +1,13 @@
 // cos_sim and its gradient on the GPU: one warp per row for the forward, element-wise gradients,
 // and a deterministic column reduction for the gradient of a broadcast Y (math.cu). Built into
 // libpaddlec_cuda.so only.
+#include "math/cos_sim_slots.h"
 #include "math/math_cuda_host.h"
 
 namespace paddlec::ops {
 namespace {
 
-// Slots of cos_sim.cc.
-constexpr InSlot kX{0, "X"};
-constexpr InSlot kY{1, "Y"};
-constexpr OutSlot kOut{0, "Out"};
-constexpr OutSlot kXNorm{1, "XNorm"};
-constexpr OutSlot kYNorm{2, "YNorm"};
-constexpr InSlot kGradX{0, "X"};
-constexpr InSlot kGradY{1, "Y"};
-constexpr InSlot kGradOut{2, "Out"};
-constexpr InSlot kGradXNorm{3, "XNorm"};
-constexpr InSlot kGradYNorm{4, "YNorm"};
-constexpr InSlot kGradDOut{5, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
-constexpr OutSlot kDY{1, "Y@GRAD"};
+using namespace cos_sim;  // NOLINT: the op's shared slots
 
 /// Rows and features of X [N, ...]; Y is one row broadcast to all when its first dim is 1 and N is not.
 struct RowView {

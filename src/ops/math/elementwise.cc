@@ -8,25 +8,16 @@
 #include <type_traits>
 
 #include "math/broadcast.h"
+#include "math/elementwise_slots.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
 namespace {
 
+using namespace elementwise;  // NOLINT: the family's shared slots
+
 using math::ElementwiseShapes;
 using math::StridedLoop;
-
-constexpr InSlot kX{0, "X"};
-constexpr InSlot kY{1, "Y"};
-constexpr OutSlot kOut{0, "Out"};
-// Gradient ops: (X, Y, [Out,] Out@GRAD) -> (X@GRAD, Y@GRAD); only elementwise_div_grad reads Out.
-constexpr InSlot kGradX{0, "X"};
-constexpr InSlot kGradY{1, "Y"};
-constexpr InSlot kGradOut{2, "Out"};
-constexpr InSlot kGradDOut{2, "Out@GRAD"};          // ops whose gradient does not read Out
-constexpr InSlot kGradDOutAfterOut{3, "Out@GRAD"};  // elementwise_div_grad
-constexpr OutSlot kDX{0, "X@GRAD"};
-constexpr OutSlot kDY{1, "Y@GRAD"};
 
 Status InferElementwise(InferShapeContext& ctx) {
   const Dims x = ctx.InputDims(kX), y = ctx.InputDims(kY);

@@ -3,24 +3,15 @@
 // launchers of elementwise.cu take. Built into libpaddlec_cuda.so only.
 #include <type_traits>
 
+#include "math/elementwise_slots.h"
 #include "math/math_cuda_host.h"
 
 namespace paddlec::ops {
 namespace {
 
-using cuda::BinaryOp;
+using namespace elementwise;  // NOLINT: the family's shared slots
 
-// Slots of elementwise.cc.
-constexpr InSlot kX{0, "X"};
-constexpr InSlot kY{1, "Y"};
-constexpr OutSlot kOut{0, "Out"};
-constexpr InSlot kGradX{0, "X"};
-constexpr InSlot kGradY{1, "Y"};
-constexpr InSlot kGradOut{2, "Out"};
-constexpr InSlot kGradDOut{2, "Out@GRAD"};          // ops whose gradient does not read Out
-constexpr InSlot kGradDOutAfterOut{3, "Out@GRAD"};  // elementwise_div_grad
-constexpr OutSlot kDX{0, "X@GRAD"};
-constexpr OutSlot kDY{1, "Y@GRAD"};
+using cuda::BinaryOp;
 
 /// Which forward values each op's gradient reads (elementwise.cc's kUsesX / kUsesY / kUsesOut).
 struct Uses {
