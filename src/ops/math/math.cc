@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/cpu_kernels.h"
+#include "math/math_slots.h"
 #include "paddlec/ir/program.h"
 #include "paddlec/ops/op_registry.h"
 
@@ -17,14 +18,7 @@ void RegisterCosSimOps(OpRegistry& r);
 
 namespace {
 
-constexpr InSlot kX{0, "X"};
-constexpr OutSlot kOut{0, "Out"};
-// scale
-constexpr InSlot kScaleTensor{1, "ScaleTensor"};
-// square_grad: (X, Out@GRAD) -> X@GRAD
-constexpr InSlot kGradX{0, "X"};
-constexpr InSlot kGradDOut{1, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
+using namespace math_ops;  // NOLINT: the family's shared slots and attributes
 
 /// Replaces (or adds) an attribute of an OpDesc.
 template <class T>
@@ -48,15 +42,6 @@ Status InferScale(InferShapeContext& ctx) {
   ctx.ShareDims(kX, kOut);
   return Status::OK();
 }
-
-struct ScaleAttrs {
-  float scale;
-  float bias;
-  bool bias_after_scale;
-  static ScaleAttrs Decode(const AttrReader& a) {
-    return {a.Get<float>("scale"), a.Get<float>("bias"), a.Get<bool>("bias_after_scale")};
-  }
-};
 
 template <class T>
 void ScaleRun(const T* x, T* y, int64_t n, T s, T b, bool after) {

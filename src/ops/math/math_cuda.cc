@@ -6,28 +6,14 @@
 #include <vector>
 
 #include "math/math_cuda_host.h"
+#include "math/math_slots.h"
 
 namespace paddlec::ops {
 namespace {
 
-// Slots of math.cc.
-constexpr InSlot kX{0, "X"};
-constexpr OutSlot kOut{0, "Out"};
-constexpr InSlot kScaleTensor{1, "ScaleTensor"};
-constexpr InSlot kGradX{0, "X"};
-constexpr InSlot kGradDOut{1, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
+using namespace math_ops;  // NOLINT: the family's shared slots and attributes
 
 // ---- scale -------------------------------------------------------------------------------------
-
-struct ScaleAttrs {
-  float scale;
-  float bias;
-  bool bias_after_scale;
-  static ScaleAttrs Decode(const AttrReader& a) {
-    return {a.Get<float>("scale"), a.Get<float>("bias"), a.Get<bool>("bias_after_scale")};
-  }
-};
 
 StatusOr<cuda::ScalarType> ScalarTypeOf(DType t) {
   switch (t) {
