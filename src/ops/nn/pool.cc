@@ -20,6 +20,7 @@
 
 #include "common/cpu_kernels.h"
 #include "nn/nn.h"
+#include "nn/pool_slots.h"
 #include "nn/window.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/runtime/onednn.h"
@@ -27,37 +28,8 @@
 namespace paddlec::ops {
 namespace {
 
+using namespace pool;  // NOLINT: the op's shared slots and attributes
 using nn::Window2d;
-
-constexpr InSlot kX{0, "X"};
-constexpr OutSlot kOut{0, "Out"};
-// pool2d_grad: (X, Out, Out@GRAD) -> X@GRAD.
-constexpr InSlot kOutIn{1, "Out"};
-constexpr InSlot kDOut{2, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
-
-struct PoolAttrs {
-  bool max = true;
-  std::vector<int> ksize;
-  nn::WindowAttrs window;
-  bool global = false, ceil_mode = false, exclusive = true, adaptive = false;
-  std::string data_format;
-
-  static PoolAttrs Decode(const AttrReader& a) {
-    PoolAttrs p;
-    p.max = a.Get<std::string>("pooling_type") == "max";
-    p.ksize = a.Get<std::vector<int>>("ksize");
-    p.window.strides = a.Get<std::vector<int>>("strides");
-    p.window.paddings = a.Get<std::vector<int>>("paddings");
-    p.window.algorithm = nn::ParsePaddingAlgorithm(a.Get<std::string>("padding_algorithm"));
-    p.global = a.Get<bool>("global_pooling");
-    p.ceil_mode = a.Get<bool>("ceil_mode");
-    p.exclusive = a.Get<bool>("exclusive");
-    p.adaptive = a.Get<bool>("adaptive");
-    p.data_format = a.Get<std::string>("data_format");
-    return p;
-  }
-};
 
 struct PoolGeometry {
   int64_t n = -1, c = -1;

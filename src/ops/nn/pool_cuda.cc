@@ -15,40 +15,14 @@
 
 #include "nn/nn_cuda.h"
 #include "nn/nn_cuda_host.h"
+#include "nn/pool_slots.h"
 #include "nn/window.h"
 
 namespace paddlec::ops::nn {
 namespace {
 
+using namespace pool;  // NOLINT: the op's shared slots and attributes
 using runtime::cuda::CudaContext;
-
-constexpr InSlot kX{0, "X"};
-constexpr OutSlot kOut{0, "Out"};
-// pool2d_grad: (X, Out, Out@GRAD) -> X@GRAD.
-constexpr InSlot kOutIn{1, "Out"};
-constexpr InSlot kDOut{2, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
-
-struct PoolAttrs {
-  bool max = true;
-  std::vector<int> ksize;
-  WindowAttrs window;
-  bool global = false, ceil_mode = false, exclusive = true, adaptive = false;
-
-  static PoolAttrs Decode(const AttrReader& a) {
-    PoolAttrs p;
-    p.max = a.Get<std::string>("pooling_type") == "max";
-    p.ksize = a.Get<std::vector<int>>("ksize");
-    p.window.strides = a.Get<std::vector<int>>("strides");
-    p.window.paddings = a.Get<std::vector<int>>("paddings");
-    p.window.algorithm = ParsePaddingAlgorithm(a.Get<std::string>("padding_algorithm"));
-    p.global = a.Get<bool>("global_pooling");
-    p.ceil_mode = a.Get<bool>("ceil_mode");
-    p.exclusive = a.Get<bool>("exclusive");
-    p.adaptive = a.Get<bool>("adaptive");
-    return p;
-  }
-};
 
 /// pool.cc's PoolGeometryOf on validated shapes, as the launchers' PoolShape; `pad_after` gets the
 /// bottom / right paddings.
