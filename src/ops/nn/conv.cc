@@ -19,6 +19,7 @@
 
 #include "common/cpu_kernels.h"
 #include "nn/conv_onednn.h"
+#include "nn/conv_slots.h"
 #include "nn/nn.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/runtime/onednn.h"
@@ -26,16 +27,9 @@
 namespace paddlec::ops {
 namespace {
 
+using namespace conv;  // NOLINT: the family's shared slots
 using nn::ConvGeometry;
 using nn::Window2d;
-
-constexpr InSlot kInput{0, "Input"};
-constexpr InSlot kFilter{1, "Filter"};
-constexpr OutSlot kOutput{0, "Output"};
-// conv2d_grad: (Input, Filter, Output@GRAD) -> (Input@GRAD, Filter@GRAD).
-constexpr InSlot kDOutput{2, "Output@GRAD"};
-constexpr OutSlot kDInput{0, "Input@GRAD"};
-constexpr OutSlot kDFilter{1, "Filter@GRAD"};
 
 struct ConvAttrs {
   nn::WindowAttrs window;
@@ -326,11 +320,6 @@ class ConvGradKernel final : public OpKernel {
 };
 
 // ---- fused_conv2d_bn_act (inference) -------------------------------------------------------
-
-constexpr InSlot kFScale{2, "Scale"};
-constexpr InSlot kFBias{3, "Bias"};
-constexpr InSlot kFMean{4, "Mean"};
-constexpr InSlot kFVariance{5, "Variance"};
 
 Status InferFusedConv(InferShapeContext& ctx) {
   Dims x = ctx.InputDims(kInput), f = ctx.InputDims(kFilter);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/conv_slots.h"
 #include "nn/nn_cuda.h"
 #include "nn/nn_cuda_host.h"
 #include "nn/window.h"
@@ -28,20 +29,8 @@
 namespace paddlec::ops::nn {
 namespace {
 
+using namespace conv;  // NOLINT: the family's shared slots
 using runtime::cuda::CudaContext;
-
-constexpr InSlot kInput{0, "Input"};
-constexpr InSlot kFilter{1, "Filter"};
-constexpr OutSlot kOutput{0, "Output"};
-// conv2d_grad: (Input, Filter, Output@GRAD) -> (Input@GRAD, Filter@GRAD).
-constexpr InSlot kDOutput{2, "Output@GRAD"};
-constexpr OutSlot kDInput{0, "Input@GRAD"};
-constexpr OutSlot kDFilter{1, "Filter@GRAD"};
-// fused_conv2d_bn_act: (Input, Filter, Scale, Bias, Mean, Variance) -> Output.
-constexpr InSlot kFScale{2, "Scale"};
-constexpr InSlot kFBias{3, "Bias"};
-constexpr InSlot kFMean{4, "Mean"};
-constexpr InSlot kFVariance{5, "Variance"};
 
 struct ConvAttrs {
   WindowAttrs window;
