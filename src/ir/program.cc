@@ -1,6 +1,12 @@
 // Program / Block / Op views, variable helpers and Module construction.
 #include "paddlec/ir/program.h"
 
+#include <google/protobuf/arena.h>
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <new>
+
 namespace paddlec::ir {
 
 // ---- Variables ------------------------------------------------------------------------------
@@ -270,19 +276,59 @@ std::span<const int> DefUse::Writers(std::string_view var) const {
 StatusOr<std::unique_ptr<Module>> Module::Create(paddlec::proto::CompiledProgram compiled,
                                                  SourceMap main_source, SourceMap startup_source) {
   std::unique_ptr<Module> m(new Module());
-  m->compiled_ = std::move(compiled);
-  m->compiled_.set_compiled_format_version(1);
-  for (pb::ProgramDesc* p : {m->compiled_.mutable_main_program(), m->compiled_.mutable_startup_program()}) {
-    if (p->blocks_size() == 0 && p == m->compiled_.mutable_startup_program()) {
-      pb::BlockDesc* b = p->add_blocks();
-      b->set_idx(0);
-      b->set_parent_idx(-1);
-    }
-  }
-  PC_ASSIGN_OR_RETURN(m->main_, Program::Create(m->compiled_.mutable_main_program(), std::move(main_source)));
-  PC_ASSIGN_OR_RETURN(m->startup_,
-                      Program::Create(m->compiled_.mutable_startup_program(), std::move(startup_source)));
+  m->owned_ = std::make_unique<paddlec::proto::CompiledProgram>(std::move(compiled));
+  m->compiled_ = m->owned_.get();
+  PC_RETURN_IF_ERROR(m->Finish(std::move(main_source), std::move(startup_source)));
   return m;
+}
+
+namespace {
+
+// Arena blocks grow to 8 MiB; those of 2 MiB and more are backed by transparent huge pages where the
+// kernel offers them (madvise mode), which spares a large program most of its page faults.
+constexpr size_t kHugePage = size_t{2} << 20;
+
+void* AllocateArenaBlock(size_t n) {
+  if (n < kHugePage) return ::operator new(n);
+  void* p = std::aligned_alloc(kHugePage, (n + kHugePage - 1) / kHugePage * kHugePage);
+  if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  ::madvise(p, n, MADV_HUGEPAGE);  // a hint: failure only costs speed
+#endif
+  return p;
+}
+
+void FreeArenaBlock(void* p, size_t n) {
+  if (n < kHugePage)
+    ::operator delete(p);
+  else
+    std::free(p);
+}
+
+}  // namespace
+
+std::unique_ptr<Module> Module::CreateOnArena() {
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 64 << 10;
+  options.max_block_size = 8 << 20;
+  options.block_alloc = AllocateArenaBlock;
+  options.block_dealloc = FreeArenaBlock;
+  std::unique_ptr<Module> m(new Module());
+  m->arena_ = std::make_unique<google::protobuf::Arena>(options);
+  m->compiled_ = google::protobuf::Arena::CreateMessage<paddlec::proto::CompiledProgram>(m->arena_.get());
+  return m;
+}
+
+Status Module::Finish(SourceMap main_source, SourceMap startup_source) {
+  compiled_->set_compiled_format_version(1);
+  if (compiled_->startup_program().blocks_size() == 0) {
+    pb::BlockDesc* b = compiled_->mutable_startup_program()->add_blocks();
+    b->set_idx(0);
+    b->set_parent_idx(-1);
+  }
+  PC_ASSIGN_OR_RETURN(main_, Program::Create(compiled_->mutable_main_program(), std::move(main_source)));
+  PC_ASSIGN_OR_RETURN(startup_, Program::Create(compiled_->mutable_startup_program(), std::move(startup_source)));
+  return Status::OK();
 }
 
 std::string_view AttrTypeName(pb::AttrType t) {

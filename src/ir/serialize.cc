@@ -212,7 +212,8 @@ std::optional<Format> FormatFromPath(std::string_view path) {
 StatusOr<std::unique_ptr<Module>> ParseModule(std::string_view bytes, Format format,
                                               const std::string& name) {
   if (bytes.empty()) return MakeError(ErrorCode::kParse, "the file is empty").At({.file = name});
-  paddlec::proto::CompiledProgram compiled;
+  std::unique_ptr<Module> module = Module::CreateOnArena();
+  paddlec::proto::CompiledProgram& compiled = module->compiled();
   bool is_compiled = false;
   TextParse text;
   switch (format) {
@@ -254,11 +255,10 @@ StatusOr<std::unique_ptr<Module>> ParseModule(std::string_view bytes, Format for
     main_map = SourceMap(name, text.tree, is_compiled ? NestedTree(root, "main_program") : root);
     if (is_compiled) startup_map = SourceMap(name, text.tree, NestedTree(root, "startup_program"));
   }
-  auto m = Module::Create(std::move(compiled), std::move(main_map), std::move(startup_map));
-  if (!m.ok()) return m;
-  (*m)->set_was_compiled(is_compiled);
-  if (!is_compiled) (*m)->compiled().set_source_file(name);
-  return m;
+  PC_RETURN_IF_ERROR(module->Finish(std::move(main_map), std::move(startup_map)));
+  module->set_was_compiled(is_compiled);
+  if (!is_compiled) compiled.set_source_file(name);
+  return module;
 }
 
 StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& path, std::optional<Format> format) {

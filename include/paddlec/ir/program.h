@@ -181,17 +181,26 @@ class Module {
   static StatusOr<std::unique_ptr<Module>> Create(paddlec::proto::CompiledProgram compiled,
                                                   SourceMap main_source = {},
                                                   SourceMap startup_source = {});
+  /// An empty module whose CompiledProgram lives on a protobuf arena, for a parser to fill in
+  /// place and then Finish: a large program allocates far faster there and frees in one step.
+  static std::unique_ptr<Module> CreateOnArena();
+  /// Wraps the filled-in programs (CreateOnArena); checks their block structure.
+  Status Finish(SourceMap main_source = {}, SourceMap startup_source = {});
+
   Program& main() const { return *main_; }
   Program& startup() const { return *startup_; }
-  paddlec::proto::CompiledProgram& compiled() { return compiled_; }
-  const paddlec::proto::CompiledProgram& compiled() const { return compiled_; }
+  /// Moving out of this message copies it when it lives on an arena (protobuf's rule).
+  paddlec::proto::CompiledProgram& compiled() { return *compiled_; }
+  const paddlec::proto::CompiledProgram& compiled() const { return *compiled_; }
   /// True when the input already was a CompiledProgram (rather than a bare ProgramDesc).
   bool was_compiled() const { return was_compiled_; }
   void set_was_compiled(bool v) { was_compiled_ = v; }
 
  private:
   Module() = default;
-  paddlec::proto::CompiledProgram compiled_;
+  std::unique_ptr<google::protobuf::Arena> arena_;  // before compiled_'s owner: destroyed last
+  std::unique_ptr<paddlec::proto::CompiledProgram> owned_;  // when not on the arena
+  paddlec::proto::CompiledProgram* compiled_ = nullptr;
   std::unique_ptr<Program> main_, startup_;
   bool was_compiled_ = false;
 };
