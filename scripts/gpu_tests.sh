@@ -14,7 +14,7 @@ if [ $? -ne 0 ]; then
 fi
 set -e
 PADDLEC_REQUIRE_GPU=1 "$BUILD/ops_test"
-PADDLEC_REQUIRE_GPU=1 "$BUILD/runtime_test" -tc='gpu:*'
+PADDLEC_REQUIRE_GPU=1 "$BUILD/exec_test" -tc='gpu:*'
 "$BUILD/paddlec" train configs/mlp.pbtxt --device=gpu --limit-train 4000 --limit-test 1000 --epochs 2 --seed 7 \
   --no-progress
 if [ -x .venv/bin/python ] && .venv/bin/python -c "import paddlec" 2>/dev/null; then

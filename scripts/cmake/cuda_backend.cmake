@@ -1,11 +1,12 @@
 # libpaddlec_cuda.so: the CUDA kernels (.cu twins of the op families), the CUDA device context and
-# allocator, and the entry point of src/runtime/cuda/backend_api.h. The runtime dlopens it when a GPU
+# allocator, and the entry point of src/exec/cuda/backend_api.h. The executor dlopens it when a GPU
 # place is first requested, so nothing on the CPU path ever loads CUDA's libraries.
 # Device code lives in the families' .cu files, which include no paddlec headers (fmt and protobuf
 # do not compile under nvcc's C++20 front end); each family's <family>_cuda.cc wraps its launchers
 # as paddlec kernels and registers them, compiled by the host compiler.
 file(GLOB_RECURSE PC_CUDA_SRCS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/*.cu
-     ${CMAKE_CURRENT_SOURCE_DIR}/src/*_cuda.cc ${CMAKE_CURRENT_SOURCE_DIR}/src/runtime/cuda/*.cc)
+     ${CMAKE_CURRENT_SOURCE_DIR}/src/*_cuda.cc ${CMAKE_CURRENT_SOURCE_DIR}/src/runtime/cuda/*.cc
+     ${CMAKE_CURRENT_SOURCE_DIR}/src/exec/cuda/*.cc)
 list(FILTER PC_CUDA_SRCS EXCLUDE REGEX "_test\\.(cc|cu)$")
 add_library(paddlec_cuda MODULE ${PC_CUDA_SRCS})
 target_include_directories(paddlec_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR}/src/ops)

@@ -24,7 +24,7 @@ function(pc_layer_test layer)
   set_tests_properties(${layer}_test PROPERTIES LABELS "unit;${layer}")
 endfunction()
 
-foreach(layer core ir ops passes runtime io driver testing)
+foreach(layer core ir runtime ops passes exec io driver testing)
   pc_layer_test(${layer})
 endforeach()
 

@@ -81,7 +81,7 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
       return MakeError(ErrorCode::kNotFound, "cannot fetch '{}': the program has no variable of that name", f);
 
   int num_ops = session->main_block().num_ops();
-  runtime::PlanOptions plan_options{.profile = options.profile, .cuda_graph = options.cuda_graph};
+  exec::PlanOptions plan_options{.profile = options.profile, .cuda_graph = options.cuda_graph};
   bool partial = !options.op_range.empty();
   if (partial) {
     PC_ASSIGN_OR_RETURN(auto range, ParseOpRange(options.op_range, num_ops));

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "paddlec/core/error.h"
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/program.h"
-#include "paddlec/runtime/executor.h"
 #include "paddlec/runtime/scope.h"
 
 namespace paddlec::driver {
@@ -35,7 +35,7 @@ class Session {
   static StatusOr<std::unique_ptr<Session>> Open(const SessionOptions& options);
 
   ir::Module& module() { return *module_; }
-  runtime::Executor& executor() { return *executor_; }
+  exec::Executor& executor() { return *executor_; }
   runtime::Scope& scope() { return scope_; }
   ir::Block& main_block() { return module_->main().global_block(); }
 
@@ -57,7 +57,7 @@ class Session {
  private:
   Session() = default;
   std::unique_ptr<ir::Module> module_;
-  std::unique_ptr<runtime::Executor> executor_;
+  std::unique_ptr<exec::Executor> executor_;
   runtime::Scope scope_;
   std::vector<std::string> fed_;
   std::shared_ptr<runtime::Allocator> host_alloc_ = runtime::CpuCachingAllocator::Create();

@@ -1,5 +1,6 @@
 // `paddlec train`: the training loop over an image classification dataset, with evaluation,
 // progress reporting, metrics, and atomic checkpoints that resume exactly.
+#include <google/protobuf/util/json_util.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <ostream>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "paddlec.pb.h"
 #include "paddlec/core/file.h"
@@ -420,7 +419,7 @@ class Trainer {
   std::vector<std::string> param_names_;
   runtime::Scope* train_scope_ = nullptr;
   runtime::Scope* eval_scope_ = nullptr;
-  std::unique_ptr<runtime::Plan> train_plan_, eval_plan_;
+  std::unique_ptr<exec::Plan> train_plan_, eval_plan_;
   int64_t step_ = 0;
   std::shared_ptr<runtime::Allocator> host_alloc_ = runtime::CpuCachingAllocator::Create();
   runtime::Tensor host_images_, host_labels_;

@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "paddlec/core/file.h"
+#include "paddlec/exec/executor.h"
 #include "paddlec/io/npy.h"
 #include "paddlec/io/params.h"
-#include "paddlec/runtime/executor.h"
 #include "paddlec/ir/serialize.h"
 #include "testing/op_tester.h"
 
@@ -110,7 +110,7 @@ TEST_CASE("Tensor records follow PaddlePaddle's layout byte for byte") {
 TEST_CASE("Params files round trip and are verified on load") {
   TempDir dir;
   auto m = ParamsProgram();
-  auto device = runtime::CreateDeviceContext(Place::CPU());
+  auto device = exec::CreateDeviceContext(Place::CPU());
   REQUIRE(device.ok());
   runtime::Scope scope;
   REQUIRE((*device)->CopyFromHost(MakeTensor<float>({3}, {0.5f, 1.5f, 2.5f}), scope.Var("b").tensor()).ok());
@@ -153,7 +153,7 @@ TEST_CASE("Params files round trip and are verified on load") {
 
 TEST_CASE("Saving a parameter that holds no value writes nothing") {
   TempDir dir;
-  auto device = runtime::CreateDeviceContext(Place::CPU());
+  auto device = exec::CreateDeviceContext(Place::CPU());
   runtime::Scope scope;
   Status st = SaveParams(dir / "p", {"missing"}, scope, **device);
   REQUIRE_FALSE(st.ok());

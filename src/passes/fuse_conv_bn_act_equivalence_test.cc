@@ -3,10 +3,10 @@
 #include <doctest/doctest.h>
 
 #include "paddlec/core/file.h"
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::passes {
@@ -33,7 +33,7 @@ TEST_CASE("fuse-conv-bn-act keeps LeNet's inference outputs") {
   }
   CHECK(convs == 2);
 
-  auto exec = runtime::Executor::Create(Place::CPU(), {.seed = 3});
+  auto exec = exec::Executor::Create(Place::CPU(), {.seed = 3});
   REQUIRE(exec.ok());
   runtime::Scope root;
   REQUIRE((*exec)->RunOnce(plain->startup().global_block(), root).ok());

@@ -4,10 +4,10 @@
 
 #include <cmath>
 
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::passes {
@@ -33,7 +33,7 @@ std::pair<std::vector<double>, std::vector<double>> Train(const std::string& opt
   PassContext ctx{ops::GlobalOpRegistry()};
   Status st = pm.Run(**m, ctx);
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().Render()));
-  auto exec = runtime::Executor::Create(Place::CPU(), {.seed = 5});
+  auto exec = exec::Executor::Create(Place::CPU(), {.seed = 5});
   runtime::Scope scope;
   REQUIRE((*exec)->RunOnce((*m)->startup().global_block(), scope).ok());
   std::vector<double> w0 = testing::ToDoubles(scope.Find("w")->tensor());

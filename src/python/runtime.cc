@@ -21,8 +21,8 @@
 #include <utility>
 
 #include "bindings.h"
+#include "paddlec/exec/executor.h"
 #include "paddlec/io/params.h"
-#include "paddlec/runtime/executor.h"
 
 namespace paddlec::python {
 namespace {
@@ -32,7 +32,7 @@ using runtime::Tensor;
 /// A root scope, shared by Python objects and the plans built over it.
 struct ScopeHolder {
   // The GPU executors whose memory holds some of the tensors; declared first, so they outlive them.
-  std::vector<std::shared_ptr<runtime::Executor>> devices;
+  std::vector<std::shared_ptr<exec::Executor>> devices;
   runtime::Scope scope;
   std::shared_ptr<runtime::Allocator> host_alloc = runtime::CpuCachingAllocator::Create();
 
@@ -187,7 +187,7 @@ const Tensor& ValueOf(const runtime::Scope& scope, const std::string& name) {
 /// A CPU context for parameter files that keeps the thread count callers chose (creating a context
 /// sets OpenMP's).
 std::unique_ptr<runtime::DeviceContext> HostContext() {
-  return ValueOrThrow(runtime::CreateDeviceContext(Place::CPU(), omp_get_max_threads()));
+  return ValueOrThrow(exec::CreateDeviceContext(Place::CPU(), omp_get_max_threads()));
 }
 
 std::vector<std::string> Names(const py::iterable& xs) {
@@ -201,14 +201,14 @@ class PyExecutor {
   PyExecutor(const std::string& place, int num_threads) {
     Place p = ValueOrThrow(ParsePlace(place));
     if (p.is_cpu()) {
-      exec_ = ValueOrThrow(runtime::Executor::Create(p, {.num_threads = num_threads}));
+      exec_ = ValueOrThrow(exec::Executor::Create(p, {.num_threads = num_threads}));
       return;
     }
-    static std::map<std::string, std::weak_ptr<runtime::Executor>> shared;  // under the GIL
-    std::weak_ptr<runtime::Executor>& slot = shared[p.ToString()];
+    static std::map<std::string, std::weak_ptr<exec::Executor>> shared;  // under the GIL
+    std::weak_ptr<exec::Executor>& slot = shared[p.ToString()];
     exec_ = slot.lock();
     if (!exec_) {
-      exec_ = ValueOrThrow(runtime::Executor::Create(p, {.num_threads = num_threads}));
+      exec_ = ValueOrThrow(exec::Executor::Create(p, {.num_threads = num_threads}));
       slot = exec_;
     }
   }
@@ -299,7 +299,7 @@ class PyExecutor {
     LocalScope local;                      // declared before the plan: destroyed after it
     uint64_t version = 0, seed = 0;
     bool ready = false;
-    std::unique_ptr<runtime::Plan> plan;
+    std::unique_ptr<exec::Plan> plan;
     std::set<std::string> written;      // every variable an op of the block writes
     std::set<std::string> read;         // every variable an op of the block reads
     std::vector<std::string> in_place;  // variables an op reads and writes
@@ -356,7 +356,7 @@ class PyExecutor {
     return e;
   }
 
-  std::shared_ptr<runtime::Executor> exec_;
+  std::shared_ptr<exec::Executor> exec_;
   std::map<Key, Entry> cache_;
   std::list<Key> lru_;
 };

@@ -6,10 +6,10 @@
 #include <random>
 #include <unordered_set>
 
+#include "paddlec/exec/executor.h"
 #include "paddlec/io/npy.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 
 namespace paddlec::testing {
 
@@ -129,7 +129,7 @@ namespace {
 const std::vector<Place>& AvailablePlaces() {
   static std::vector<Place> places = [] {
     std::vector<Place> p{Place::CPU()};
-    auto gpu = runtime::Executor::Create(Place::CUDA(0));
+    auto gpu = exec::Executor::Create(Place::CUDA(0));
     if (gpu.ok()) {
       p.push_back(Place::CUDA(0));
     } else if (std::getenv("PADDLEC_REQUIRE_GPU") != nullptr) {
@@ -260,7 +260,7 @@ static StatusOr<std::unique_ptr<ir::Module>> CompileOps(const OpTest::Impl& impl
 static StatusOr<std::map<std::string, Tensor>> Execute(ir::Module& module, Place place,
                                                        const std::map<std::string, Tensor>& feeds,
                                                        const std::vector<std::string>& fetch) {
-  PC_ASSIGN_OR_RETURN(auto exec, runtime::Executor::Create(place, {.num_threads = 1, .seed = 7}));
+  PC_ASSIGN_OR_RETURN(auto exec, exec::Executor::Create(place, {.num_threads = 1, .seed = 7}));
   runtime::Scope scope;
   for (const auto& [name, t] : feeds) PC_RETURN_IF_ERROR(exec->device().CopyFromHost(t, scope.Var(name).tensor()));
   PC_ASSIGN_OR_RETURN(auto plan, exec->Prepare(module.main().global_block(), scope));

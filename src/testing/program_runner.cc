@@ -43,7 +43,7 @@ StatusOr<std::map<std::string, Tensor>> RunModule(ir::Module& module, const std:
   std::map<std::string, Tensor> out;
   {
     PC_ASSIGN_OR_RETURN(auto exec,
-                        runtime::Executor::Create(options.place, {.num_threads = options.threads, .seed = options.seed}));
+                        exec::Executor::Create(options.place, {.num_threads = options.threads, .seed = options.seed}));
     runtime::Scope scope;
     for (const auto& [name, t] : feeds) PC_RETURN_IF_ERROR(exec->device().CopyFromHost(t, scope.Var(name).tensor()));
     PC_ASSIGN_OR_RETURN(auto plan, exec->Prepare(module.main().global_block(), scope, {.start_step = options.start_step}));
@@ -58,7 +58,7 @@ StatusOr<std::map<std::string, Tensor>> RunModule(ir::Module& module, const std:
     }
   }
   // A CPU context sets OpenMP's (process-wide) thread count; put back the one OpTest runs with.
-  if (options.threads != 1) PC_RETURN_IF_ERROR(runtime::Executor::Create(Place::CPU(), {.num_threads = 1}).status());
+  if (options.threads != 1) PC_RETURN_IF_ERROR(exec::Executor::Create(Place::CPU(), {.num_threads = 1}).status());
   return out;
 }
 
@@ -117,7 +117,7 @@ Status StepRunner::Start(const std::map<std::string, Tensor>& feeds, RunOptions 
   for (const auto& [slot, var] : outputs_) ops::AddOutput(op, slot, {var});
   for (const auto& a : attrs_) *op.add_attrs() = a;
   PC_ASSIGN_OR_RETURN(module_, CompileOp(op, feeds));
-  PC_ASSIGN_OR_RETURN(exec_, runtime::Executor::Create(options.place, {.num_threads = options.threads, .seed = options.seed}));
+  PC_ASSIGN_OR_RETURN(exec_, exec::Executor::Create(options.place, {.num_threads = options.threads, .seed = options.seed}));
   for (const auto& [name, t] : feeds) PC_RETURN_IF_ERROR(exec_->device().CopyFromHost(t, scope_.Var(name).tensor()));
   PC_ASSIGN_OR_RETURN(plan_, exec_->Prepare(module_->main().global_block(), scope_, {.start_step = options.start_step}));
   return Status::OK();

@@ -10,10 +10,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/program.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {
@@ -74,9 +74,9 @@ class StepRunner {
   std::map<std::string, std::string> inputs_, outputs_;
   std::vector<ir::pb::OpDesc::Attr> attrs_;
   std::unique_ptr<ir::Module> module_;
-  std::unique_ptr<runtime::Executor> exec_;
+  std::unique_ptr<exec::Executor> exec_;
   runtime::Scope scope_;
-  std::unique_ptr<runtime::Plan> plan_;
+  std::unique_ptr<exec::Plan> plan_;
 };
 
 }  // namespace paddlec::testing

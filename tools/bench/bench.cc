@@ -18,11 +18,11 @@
 
 #include "paddlec/core/file.h"
 #include "paddlec/driver/driver.h"
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
 #include "paddlec/passes/signature.h"
-#include "paddlec/runtime/executor.h"
 
 namespace paddlec {
 namespace {
@@ -110,7 +110,7 @@ void Sgemm(const Args& a) {
     std::string text = program;
     text.replace(text.find("{}"), 2, op);
     auto m = CompileText(text, "validate,infer-shape");
-    auto exec = Must(runtime::Executor::Create(Place::CPU(), {.num_threads = a.threads}));
+    auto exec = Must(exec::Executor::Create(Place::CPU(), {.num_threads = a.threads}));
     runtime::Scope scope;
     Die(exec->device().CopyFromHost(x, scope.Var("x").tensor()));
     Die(exec->device().CopyFromHost(y, scope.Var("y").tensor()));
@@ -187,7 +187,7 @@ void Network(const Args& a, bool train, bool inference = false) {
   auto m = CompileText(text, train       ? driver::CompilePipeline(c)
                              : inference ? driver::kInferencePipeline
                                          : "validate,infer-shape,init-params");
-  auto exec = Must(runtime::Executor::Create(Must(ParsePlace(a.device)), {.num_threads = a.threads, .seed = 1}));
+  auto exec = Must(exec::Executor::Create(Must(ParsePlace(a.device)), {.num_threads = a.threads, .seed = 1}));
   runtime::Scope scope;
   Die(exec->RunOnce(m->startup().global_block(), scope));
   auto alloc = runtime::CpuCachingAllocator::Create();
@@ -217,7 +217,7 @@ void Dispatch(const Args& a) {
                         i, i + 1);
   text += "}\n";
   auto m = CompileText(text, "validate,infer-shape");
-  auto exec = Must(runtime::Executor::Create(Place::CPU(), {.num_threads = 1}));
+  auto exec = Must(exec::Executor::Create(Place::CPU(), {.num_threads = 1}));
   runtime::Scope scope;
   auto alloc = runtime::CpuCachingAllocator::Create();
   Die(exec->device().CopyFromHost(Random(DType::kFloat32, {1}, *alloc), scope.Var("v0").tensor()));

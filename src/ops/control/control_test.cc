@@ -2,10 +2,10 @@
 // what the sub-block produced (shapes included).
 #include <doctest/doctest.h>
 
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 #include "testing/program_runner.h"
 
@@ -48,7 +48,7 @@ TEST_CASE("conditional_block runs its sub-block only when the condition holds") 
   auto p_dims = ir::VarDims(*m->main().global_block().FindVar("p"));
   CHECK(*p_dims == Dims{-1, 3});
 
-  auto exec = runtime::Executor::Create(Place::CPU());
+  auto exec = exec::Executor::Create(Place::CPU());
   REQUIRE(exec.ok());
   runtime::Scope scope;
   auto& dev = (*exec)->device();

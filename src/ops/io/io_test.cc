@@ -1,8 +1,8 @@
 // feed and fetch, run inside small programs with feed/fetch holder variables as PaddlePaddle saves them.
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 #include "testing/program_runner.h"
 
@@ -38,7 +38,7 @@ std::unique_ptr<ir::Module> Compile(const char* text) {
 
 TEST_CASE("feed and fetch move tensors through the holders, any dtype, any batch") {
   auto module = Compile(kFeedFetchProgram);
-  auto exec = runtime::Executor::Create(Place::CPU(), {.num_threads = 1});
+  auto exec = exec::Executor::Create(Place::CPU(), {.num_threads = 1});
   REQUIRE_OK(exec.status());
   runtime::Scope scope;
   auto plan = (*exec)->Prepare(module->main().global_block(), scope);
@@ -66,7 +66,7 @@ TEST_CASE("feed and fetch move tensors through the holders, any dtype, any batch
 
 TEST_CASE("feed keeps a tensor the driver wrote into its output") {
   auto module = Compile(kFeedFetchProgram);
-  auto exec = runtime::Executor::Create(Place::CPU(), {.num_threads = 1});
+  auto exec = exec::Executor::Create(Place::CPU(), {.num_threads = 1});
   REQUIRE_OK(exec.status());
   runtime::Scope scope;
   // The holder exists (as the driver creates it) but carries nothing; the targets are written directly.
@@ -91,7 +91,7 @@ TEST_CASE("feed reports a target that was never fed") {
   desc.set_type("feed");
   *desc.add_attrs() = ops::MakeAttr("col", 1);
   ops::AttrReader attrs(desc, info);
-  auto device = runtime::CreateDeviceContext(Place::CPU(), 1);
+  auto device = exec::CreateDeviceContext(Place::CPU(), 1);
   REQUIRE_OK(device.status());
   auto kernel = (*info->FindKernel(DeviceType::kCPU, DType::kFloat32))({attrs, 0, device->get()});
   REQUIRE_OK(kernel.status());

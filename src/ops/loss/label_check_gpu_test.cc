@@ -3,10 +3,10 @@
 // the error surfaces at the next run. Skipped (with a message) where no GPU is usable.
 #include <cmath>
 
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {
@@ -34,7 +34,7 @@ constexpr char kBadMessage[] =
     "Label holds 5 at index 2, outside the 5 classes [0, 5) along axis 1 of Logits (ignore_index is -100)";
 
 TEST_CASE("gpu: a bad label fails the first run at once and later runs one step late, without waiting") {
-  auto gpu = runtime::Executor::Create(Place::CUDA(0));
+  auto gpu = exec::Executor::Create(Place::CUDA(0));
   if (!gpu.ok()) {
     MESSAGE("GPU test skipped: " << gpu.error().message());
     return;

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "paddlec.pb.h"
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/program.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
-#include "testing/program_runner.h"
 #include "testing/op_tester.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing::math_test {
 

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "paddlec/exec/executor.h"
 #include "paddlec/ops/grad_maker.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {
@@ -57,7 +57,7 @@ class InPlaceRun {
     PC_RETURN_IF_ERROR(pm.AddPipeline("validate,infer-shape"));
     passes::PassContext pctx{ops::GlobalOpRegistry()};
     PC_RETURN_IF_ERROR(pm.Run(*module_, pctx));
-    PC_ASSIGN_OR_RETURN(exec_, runtime::Executor::Create(Place::CPU(), {.num_threads = threads}));
+    PC_ASSIGN_OR_RETURN(exec_, exec::Executor::Create(Place::CPU(), {.num_threads = threads}));
     for (const std::string& name : order_)
       PC_RETURN_IF_ERROR(exec_->device().CopyFromHost(values_[name], scope_.Var(name).tensor()));
     PC_ASSIGN_OR_RETURN(plan_, exec_->Prepare(module_->main().global_block(), scope_));
@@ -79,9 +79,9 @@ class InPlaceRun {
   std::vector<std::string> order_;
   std::map<std::string, Tensor> values_;
   std::unique_ptr<ir::Module> module_;
-  std::unique_ptr<runtime::Executor> exec_;
+  std::unique_ptr<exec::Executor> exec_;
   runtime::Scope scope_;
-  std::unique_ptr<runtime::Plan> plan_;
+  std::unique_ptr<exec::Plan> plan_;
 };
 
 Tensor Zeros(const Dims& d, DType dt) { return Cast(FullTensor<double>(d, 0.0), dt); }

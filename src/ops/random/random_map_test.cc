@@ -6,10 +6,10 @@
 
 #include <cstring>
 
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {
@@ -34,7 +34,7 @@ main_program {{ blocks {{ idx: 0 parent_idx: -1
 
 /// Out after each of `steps` runs of one plan on `place`; empty when the place cannot be used.
 std::vector<Tensor> Draw(ir::Module& m, Place place, int steps) {
-  auto exec = runtime::Executor::Create(place, {.num_threads = 2, .seed = 5});
+  auto exec = exec::Executor::Create(place, {.num_threads = 2, .seed = 5});
   if (!exec.ok()) {
     MESSAGE("GPU case skipped: " << exec.error().message());
     return {};

@@ -7,10 +7,10 @@
 #include <cstring>
 
 #include "common/philox.h"
+#include "paddlec/exec/executor.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 #include "testing/program_runner.h"
 
@@ -37,7 +37,7 @@ main_program {{ blocks {{ idx: 0 parent_idx: -1
 
 /// Runs one plan `steps` times and returns Out after each step.
 std::vector<Tensor> RunSteps(ir::Module& module, int steps, int threads = 1, uint64_t program_seed = 7) {
-  auto exec = runtime::Executor::Create(Place::CPU(), {.num_threads = threads, .seed = program_seed});
+  auto exec = exec::Executor::Create(Place::CPU(), {.num_threads = threads, .seed = program_seed});
   REQUIRE_OK(exec.status());
   runtime::Scope scope;
   auto plan = (*exec)->Prepare(module.main().global_block(), scope);

@@ -8,15 +8,19 @@
 
 #include "paddlec/core/file.h"
 #include "paddlec/driver/driver.h"
+#include "paddlec/exec/executor.h"
 #include "paddlec/io/params.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
-#include "paddlec/runtime/executor.h"
 #include "testing/op_tester.h"
 
-namespace paddlec::runtime {
+namespace paddlec::exec {
 namespace {
+
+using runtime::CpuCachingAllocator;
+using runtime::Scope;
+using runtime::Tensor;
 
 std::unique_ptr<Executor> GpuOrSkip() {
   auto gpu = Executor::Create(Place::CUDA(0), {.seed = 9});
@@ -121,4 +125,4 @@ TEST_CASE("gpu: a training step gives the CPU's loss and updates") {
 }
 
 }  // namespace
-}  // namespace paddlec::runtime
+}  // namespace paddlec::exec

@@ -1,5 +1,7 @@
 // Lowering a block to steps with resolved kernels and variables, and running them.
-#include "paddlec/runtime/plan.h"
+#include "paddlec/exec/plan.h"
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -7,11 +9,10 @@
 
 #include "paddlec/ops/op_registry.h"
 
-#include <spdlog/spdlog.h>
-
-namespace paddlec::runtime {
+namespace paddlec::exec {
 
 using ops::KernelContext;
+using runtime::Tensor;
 
 struct Plan::Step {
   int op_index = 0;
@@ -385,4 +386,4 @@ std::vector<OpTypeProfile> Plan::ProfileByType() const {
   return out;
 }
 
-}  // namespace paddlec::runtime
+}  // namespace paddlec::exec

@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "paddlec/core/place.h"
-#include "paddlec/runtime/plan.h"
+#include "paddlec/exec/plan.h"
 
-namespace paddlec::runtime {
+namespace paddlec::exec {
 
 struct ExecutorOptions {
   int num_threads = 0;  // CPU intra-op threads; 0 = one per core
@@ -36,4 +36,4 @@ class Executor {
 /// Creates the device context of a place: the CPU one, or the CUDA backend's (dlopened on first use).
 StatusOr<std::unique_ptr<DeviceContext>> CreateDeviceContext(Place place, int num_threads = 0);
 
-}  // namespace paddlec::runtime
+}  // namespace paddlec::exec

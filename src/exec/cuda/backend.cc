@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
+#include "exec/cuda/backend_api.h"
 #include "paddlec/ops/op_registry.h"
-#include "runtime/cuda/backend_api.h"
 #include "runtime/cuda/cuda_context.h"
 
 namespace paddlec::ops {
@@ -14,8 +14,11 @@ namespace paddlec::ops {
 #undef PADDLEC_OP_FAMILY
 }  // namespace paddlec::ops
 
-namespace paddlec::runtime::cuda {
+namespace paddlec::exec::cuda {
 namespace {
+
+using runtime::DeviceContext;
+using runtime::cuda::CudaContext;
 
 void Copy(const std::string& s, char* why, int len) {
   if (why != nullptr && len > 0) std::snprintf(why, static_cast<size_t>(len), "%s", s.c_str());
@@ -58,8 +61,8 @@ const BackendApi kApi = {kAbiVersion, {sizeof(DeviceContext), sizeof(ops::OpRegi
                          CreateContext};
 
 }  // namespace
-}  // namespace paddlec::runtime::cuda
+}  // namespace paddlec::exec::cuda
 
-extern "C" __attribute__((visibility("default"))) const paddlec::runtime::cuda::BackendApi* paddlec_cuda_backend() {
-  return &paddlec::runtime::cuda::kApi;
+extern "C" __attribute__((visibility("default"))) const paddlec::exec::cuda::BackendApi* paddlec_cuda_backend() {
+  return &paddlec::exec::cuda::kApi;
 }

@@ -1,4 +1,4 @@
-// The interface between the runtime and libpaddlec_cuda.so, the CUDA backend it dlopens when a GPU
+// The interface between the executor and libpaddlec_cuda.so, the CUDA backend it dlopens when a GPU
 // place is first requested. A plain C table, so the loader needs nothing from CUDA's headers and a
 // process that never asks for a GPU never loads CUDA's libraries (linking cuBLAS alone costs about
 // 320 ms at every start, shared/reference/machine.md).
@@ -16,7 +16,7 @@ namespace paddlec::runtime {
 class DeviceContext;
 }
 
-namespace paddlec::runtime::cuda {
+namespace paddlec::exec::cuda {
 
 /// Bumped whenever this table or a class that crosses it changes.
 inline constexpr int kAbiVersion = 1;
@@ -36,7 +36,7 @@ struct BackendApi {
   paddlec::runtime::DeviceContext* (*create_context)(int device, char* why, int why_len);
 };
 
-}  // namespace paddlec::runtime::cuda
+}  // namespace paddlec::exec::cuda
 
 /// The one exported symbol of libpaddlec_cuda.so.
-extern "C" const paddlec::runtime::cuda::BackendApi* paddlec_cuda_backend();
+extern "C" const paddlec::exec::cuda::BackendApi* paddlec_cuda_backend();

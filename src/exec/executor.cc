@@ -1,5 +1,5 @@
 // Executor and device-context creation (the CUDA backend is dlopened on first use).
-#include "paddlec/runtime/executor.h"
+#include "paddlec/exec/executor.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "exec/cuda/backend_api.h"
 #include "paddlec/ops/op_registry.h"
-#include "runtime/cuda/backend_api.h"
 
-namespace paddlec::runtime {
+namespace paddlec::exec {
 namespace {
 
 /// The directory of the binary this code is linked into (the paddlec executable, or the Python
@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<DeviceContext>> CreateCudaContext(Place place) {
 }  // namespace
 
 StatusOr<std::unique_ptr<DeviceContext>> CreateDeviceContext(Place place, int num_threads) {
-  if (place.is_cpu()) return std::unique_ptr<DeviceContext>(new CpuContext(num_threads));
+  if (place.is_cpu()) return std::unique_ptr<DeviceContext>(new runtime::CpuContext(num_threads));
   return CreateCudaContext(place);
 }
 
@@ -111,4 +111,4 @@ Status Executor::RunOnce(ir::Block& block, Scope& scope, PlanOptions options) {
   return plan->Run();
 }
 
-}  // namespace paddlec::runtime
+}  // namespace paddlec::exec

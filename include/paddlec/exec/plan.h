@@ -1,5 +1,8 @@
 // Plan: a block lowered for execution on one device.
 //
+// exec/ sits above ops/ (it resolves and runs kernels); runtime/ sits below it (tensors, scopes and
+// device contexts, which kernels use). Includes run one way: exec -> ops -> runtime.
+//
 // Built once per (block, place, scope): every op's kernel is resolved and created (attributes
 // decoded, primitives cached) and every input/output variable bound, so Run() does no string
 // hashing, no registry lookups and no allocation while shapes stay the same. Each op's shapes are
@@ -27,7 +30,12 @@ class OpRegistry;
 class OpInfo;
 }  // namespace paddlec::ops
 
-namespace paddlec::runtime {
+namespace paddlec::exec {
+
+using runtime::CapturedWork;
+using runtime::DeviceContext;
+using runtime::Scope;
+using runtime::Variable;
 
 struct PlanOptions {
   int op_begin = 0;
@@ -100,4 +108,4 @@ class Plan {
   double profiled_ms_ = 0;
 };
 
-}  // namespace paddlec::runtime
+}  // namespace paddlec::exec
