@@ -14,4 +14,10 @@ std::string FormatShapes(const Program& program);
 /// One line per op: "  3  mul(X=img, Y=fc.w) -> (Out=fc.out)".
 std::string FormatOps(const Program& program);
 
+/// A Graphviz graph of the program (`paddlec compile --emit=dot`): ops as boxes (backward and
+/// optimizer ops tinted apart), variables as ellipses labelled with dtype and dims, parameters as
+/// shaded boxes, inputs in green, and every sub-block as a cluster hanging off the op that runs it.
+/// Render with `dot -Tsvg` or `dot -Tpng`.
+std::string FormatDot(const Program& program);
+
 }  // namespace paddlec::ir
