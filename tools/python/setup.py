@@ -53,6 +53,22 @@ class BuildCore(build_ext):
                 shutil.copyfile(path, os.path.join(os.path.dirname(dest), lib))
             elif lib == "libpaddlec.so":
                 raise RuntimeError("%s is missing; rebuild with CMake (scripts/setup.sh)" % path)
+        self._copy_cli(build, os.path.dirname(dest))
+
+    @staticmethod
+    def _copy_cli(build, package_dir):
+        """The `paddlec` command-line tool, beside libpaddlec.so with RPATH $ORIGIN; the console
+        script `paddlec` (paddlec._cli) runs it."""
+        cli = os.path.join(build, "paddlec")
+        if not os.path.exists(cli):
+            subprocess.check_call(["cmake", "--build", build, "--target", "paddlec"])
+        dest = os.path.join(package_dir, "_paddlec_cli")
+        shutil.copyfile(cli, dest)
+        os.chmod(dest, 0o755)
+        patchelf = shutil.which("patchelf")
+        if patchelf is None:
+            raise RuntimeError("patchelf is needed to make the packaged CLI relocatable (apt-get install patchelf)")
+        subprocess.check_call([patchelf, "--set-rpath", "$ORIGIN", dest])
 
     @staticmethod
     def _cmake(build):
