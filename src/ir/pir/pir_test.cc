@@ -109,10 +109,10 @@ TEST_CASE("Every op without a translation is reported at once, with its block an
   CHECK(p.error().Render() ==
         "error: unsupported_ops.json: block 0, op 1 (pd_op.frobnicate): no translation for PIR op "
         "'pd_op.frobnicate'\n"
-        "note: `paddlec dump-opprotos --format=md` lists the PIR ops paddlec reads\n"
+        "note: `paddlec dump-opprotos --format=paddle-md` lists the PIR ops paddlec reads\n"
         "error: unsupported_ops.json: block 0, op 3 (pd_op.tesselate): no translation for PIR op "
         "'pd_op.tesselate'\n"
-        "note: `paddlec dump-opprotos --format=md` lists the PIR ops paddlec reads\n");
+        "note: `paddlec dump-opprotos --format=paddle-md` lists the PIR ops paddlec reads\n");
 }
 
 TEST_CASE("Not a PIR program, or a PIR version paddlec does not know") {

@@ -448,7 +448,7 @@ class Translator {
     auto it = rules_.find(n);
     if (it == rules_.end()) {
       return Report(op, MakeError(ErrorCode::kUnimplemented, "no translation for PIR op '{}'", n)
-                            .Note("`paddlec dump-opprotos --format=md` lists the PIR ops paddlec reads"));
+                            .Note("`paddlec dump-opprotos --format=paddle-md` lists the PIR ops paddlec reads"));
     }
     const OpRule* rule = &it->second.front();
     for (const OpRule& r : it->second)
