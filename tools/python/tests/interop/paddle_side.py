@@ -18,6 +18,9 @@ never leaves a half-written model behind for the cache to trust.
 """
 
 import argparse
+import contextlib
+import functools
+import inspect
 import json
 import os
 import shutil
@@ -39,8 +42,66 @@ def import_paddle(fmt):
 
 
 # ---- models ------------------------------------------------------------------------------------
-# name -> (constructor, input shapes). Small inputs and width multipliers keep the suite fast; each
-# model keeps the ops that make it what it is. Batch 2, so the batch dimension is exercised.
+# name -> (constructor, input shapes, width divisor). Small inputs and width multipliers keep the
+# suite fast and its cache small (every model's parameters are saved twice, once per format); each
+# model keeps the ops and the structure that make it what it is. Batch 2, so the batch dimension is
+# exercised.
+
+
+@contextlib.contextmanager
+def narrowed(paddle, k):
+    """Builds layers with every channel count divided by k: Conv2D / BatchNorm channels and Linear
+    features, except the image's 3 input channels and the classifier's 10 outputs. Depthwise
+    convolutions stay depthwise; grouped ones keep their group count while each group keeps at least
+    2 channels (resnext50_32x4d narrowed by 4 has 16 groups), so they stay grouped convolutions. The models compute
+    their channel counts in Python (concatenations, expansions), so every count scales alike; k must
+    divide each of them, which Paddle's own shape checks enforce when the model runs."""
+    if k == 1:
+        yield
+        return
+    from paddle import nn
+
+    def scale(c, keep=()):
+        return c if c in keep else c // k
+
+    def wrap(init, rule):
+        sig = inspect.signature(init)
+
+        def wrapped(self, *args, **kw):
+            bound = sig.bind(self, *args, **kw)
+            bound.apply_defaults()
+            rule(bound.arguments)
+            init(*bound.args, **bound.kwargs)
+
+        return wrapped
+
+    def conv(a):
+        depthwise = a["groups"] == a["in_channels"] and a["groups"] > 1
+        a["in_channels"], a["out_channels"] = scale(a["in_channels"], (3,)), scale(a["out_channels"])
+        if depthwise:
+            a["groups"] = a["in_channels"]
+        while a["groups"] > 1 and a["in_channels"] // a["groups"] < 2:  # stay grouped, not depthwise
+            a["groups"] //= 2
+
+    def linear(a):
+        a["in_features"], a["out_features"] = scale(a["in_features"]), scale(a["out_features"], (NUM_CLASSES,))
+
+    def norm(a):
+        key = "num_features" if "num_features" in a else "num_channels"
+        a[key] = scale(a[key])
+
+    patches = {nn.Conv2D: conv, nn.Linear: linear, nn.BatchNorm2D: norm, nn.BatchNorm: norm}
+    saved = {cls: cls.__init__ for cls in patches}
+    try:
+        for cls, rule in patches.items():
+            cls.__init__ = wrap(saved[cls], rule)
+        yield
+    finally:
+        for cls, init in saved.items():
+            cls.__init__ = init
+
+
+NUM_CLASSES = 10
 
 
 def models(paddle):
@@ -71,33 +132,50 @@ def models(paddle):
         def forward(self, tgt, memory):
             return self.layer(tgt, memory)
 
+    class InceptionV3(vm.InceptionV3):
+        """Paddle's InceptionV3 with one change: its forward reshapes the pooled features to a fixed
+        2048, the full width; here it is the classifier's input width, so the model can be narrowed."""
+
+        def forward(self, x):
+            x = self.inception_stem(x)
+            for block in self.inception_block_list:
+                x = block(x)
+            x = paddle.reshape(self.avg_pool(x), shape=[-1, self.fc.weight.shape[0]])
+            return self.fc(self.dropout(x))
+
     img = lambda s: [[2, 3, s, s]]  # noqa: E731
+    n = NUM_CLASSES
     return {
-        "mlp": (MLP, [[2, 16]]),
-        "lenet": (lambda: vm.LeNet(num_classes=10), [[2, 1, 28, 28]]),
-        "alexnet": (lambda: vm.alexnet(num_classes=10), img(224)),
-        "vgg11": (lambda: vm.vgg11(num_classes=10), img(32)),
-        "resnet18": (lambda: vm.resnet18(num_classes=10), img(32)),
-        "resnet50": (lambda: vm.resnet50(num_classes=10), img(32)),
-        "resnext50_32x4d": (lambda: vm.resnext50_32x4d(num_classes=10), img(32)),
-        "wide_resnet50_2": (lambda: vm.wide_resnet50_2(num_classes=10), img(32)),
-        "densenet121": (lambda: vm.densenet121(num_classes=10), img(32)),
-        "googlenet": (lambda: vm.googlenet(num_classes=10), img(224)),
-        "inception_v3": (lambda: vm.inception_v3(num_classes=10), img(96)),
-        "squeezenet1_0": (lambda: vm.squeezenet1_0(num_classes=10), img(64)),
-        "squeezenet1_1": (lambda: vm.squeezenet1_1(num_classes=10), img(64)),
-        "mobilenet_v1": (lambda: vm.mobilenet_v1(scale=0.25, num_classes=10), img(32)),
-        "mobilenet_v2": (lambda: vm.mobilenet_v2(scale=0.25, num_classes=10), img(32)),
-        "mobilenet_v3_small": (lambda: vm.mobilenet_v3_small(scale=0.35, num_classes=10), img(32)),
-        "mobilenet_v3_large": (lambda: vm.mobilenet_v3_large(scale=0.35, num_classes=10), img(32)),
-        "shufflenet_v2_x0_25": (lambda: vm.shufflenet_v2_x0_25(num_classes=10), img(32)),
-        "shufflenet_v2_swish": (lambda: vm.shufflenet_v2_swish(num_classes=10), img(32)),
-        "transformer_encoder": (lambda: nn.TransformerEncoderLayer(32, 4, 64), [[2, 6, 32]]),
-        "transformer_decoder": (Decoder, [[2, 5, 32], [2, 6, 32]]),
-        "lstm": (lambda: RNN(nn.LSTM), [[2, 7, 16]]),
-        "gru": (lambda: RNN(nn.GRU), [[2, 7, 16]]),
-        "simple_rnn": (lambda: RNN(nn.SimpleRNN), [[2, 7, 16]]),
+        "mlp": (MLP, [[2, 16]], 1),
+        "lenet": (lambda: vm.LeNet(num_classes=n), [[2, 1, 28, 28]], 1),
+        "alexnet": (lambda: vm.alexnet(num_classes=n), img(224), 8),
+        "vgg11": (lambda: vm.vgg11(num_classes=n), img(32), 8),
+        "resnet18": (lambda: vm.resnet18(num_classes=n), img(32), 4),
+        "resnet50": (lambda: vm.resnet50(num_classes=n), img(32), 4),
+        "resnext50_32x4d": (lambda: vm.resnext50_32x4d(num_classes=n), img(32), 4),
+        "wide_resnet50_2": (lambda: vm.wide_resnet50_2(num_classes=n), img(32), 8),
+        "densenet121": (lambda: vm.densenet121(num_classes=n), img(32), 4),
+        "googlenet": (lambda: vm.googlenet(num_classes=n), img(224), 4),
+        "inception_v3": (lambda: InceptionV3(num_classes=n), img(96), 4),
+        "squeezenet1_0": (lambda: vm.squeezenet1_0(num_classes=n), img(64), 1),
+        "squeezenet1_1": (lambda: vm.squeezenet1_1(num_classes=n), img(64), 1),
+        "mobilenet_v1": (lambda: vm.mobilenet_v1(scale=0.25, num_classes=n), img(32), 1),
+        "mobilenet_v2": (lambda: vm.mobilenet_v2(scale=0.25, num_classes=n), img(32), 1),
+        "mobilenet_v3_small": (lambda: vm.mobilenet_v3_small(scale=0.35, num_classes=n), img(32), 1),
+        "mobilenet_v3_large": (lambda: vm.mobilenet_v3_large(scale=0.35, num_classes=n), img(32), 1),
+        "shufflenet_v2_x0_25": (lambda: vm.shufflenet_v2_x0_25(num_classes=n), img(32), 1),
+        "shufflenet_v2_swish": (lambda: vm.ShuffleNetV2(scale=0.25, act="swish", num_classes=n), img(32), 1),
+        "transformer_encoder": (lambda: nn.TransformerEncoderLayer(32, 4, 64), [[2, 6, 32]], 1),
+        "transformer_decoder": (Decoder, [[2, 5, 32], [2, 6, 32]], 1),
+        "lstm": (lambda: RNN(nn.LSTM), [[2, 7, 16]], 1),
+        "gru": (lambda: RNN(nn.GRU), [[2, 7, 16]], 1),
+        "simple_rnn": (lambda: RNN(nn.SimpleRNN), [[2, 7, 16]], 1),
     }
+
+
+def build(paddle, ctor, k):
+    with narrowed(paddle, k):
+        return ctor()
 
 
 def atomic_dir(final):
@@ -141,7 +219,8 @@ def export(args):
         final = os.path.join(args.out, name)
         if os.path.exists(os.path.join(final, "case.npz")) or os.path.exists(os.path.join(final, "unavailable.txt")):
             continue
-        ctor, shapes = table[name]
+        ctor, shapes, k = table[name]
+        ctor = functools.partial(build, paddle, ctor, k)
         rng = np.random.RandomState(0)
         inputs = [rng.uniform(-1, 1, s).astype("float32") for s in shapes]
         tmp = atomic_dir(final)
