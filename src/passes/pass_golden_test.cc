@@ -108,22 +108,28 @@ TEST_CASE("pass goldens") {
         auto before = Compile(entry.path(), pipeline, true);
         REQUIRE_MESSAGE(before.ok(), (before.ok() ? "" : before.error().Render()));
         std::string listing = ir::FormatListing(*after->module);
-        for (const std::string& failure : testing::MatchChecks(*checks, listing)) FAIL_CHECK(failure);
-
         std::string last = ParsePipelineSpec(pipeline)->back().first;
         bool same = Programs(*before->module) == Programs(*after->module);
-        std::string diff = same ? "" : ListingDiff(ir::FormatListing(*before->module), listing);
+        std::string diff = same ? "  (nothing)\n" : ListingDiff(ir::FormatListing(*before->module), listing);
+        auto failures = testing::MatchChecks(*checks, listing);
+        for (const std::string& failure : failures) FAIL_CHECK(failure);
+        if (!failures.empty())
+          MESSAGE(rel << ": what pass '" << last << "' changed (scripts/pass_listing.py " << rel
+                      << " prints the whole listing):\n"
+                      << diff);
+
         if (checks->unchanged_line > 0) {
           CHECK_MESSAGE(same, rel << ":" << checks->unchanged_line << ": CHECK-UNCHANGED, but pass '" << last
                                   << "' changed the program:\n"
                                   << diff);
-          CHECK_MESSAGE(!after->last_changed,
-                        rel << ": pass '" << last << "' changed nothing but reported a change (Pass::Run)");
+          CHECK_MESSAGE(!after->last_changed, rel << ":" << checks->unchanged_line << ": CHECK-UNCHANGED, but pass '"
+                                                  << last << "' reported a change (Pass::Run returned true)");
         } else {
           CHECK_MESSAGE(!same, rel << ": pass '" << last << "' changed nothing; a no-change case says CHECK-UNCHANGED");
-          CHECK_MESSAGE(after->last_changed, rel << ": pass '" << last
-                                                 << "' changed the program but reported no change (Pass::Run):\n"
-                                                 << diff);
+          CHECK_MESSAGE((after->last_changed || same), rel << ": pass '" << last
+                                                           << "' changed the program but reported no change "
+                                                              "(Pass::Run returned false):\n"
+                                                           << diff);
         }
       }
     }
