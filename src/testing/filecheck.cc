@@ -75,7 +75,7 @@ class Matcher {
  public:
   Matcher(const CheckFile& checks, const Output& out) : checks_(checks), out_(out) {}
 
-  // Matches the directives [first, last) inside [begin, end); `prev` is the label's match, if any.
+  // Matches the directives [first, last) inside [begin, end); `prev_end` ends the label's match, if any.
   void MatchRegion(size_t first, size_t last, size_t begin, size_t end, std::optional<size_t> prev_end) {
     size_t cursor = prev_end.value_or(begin);
     std::vector<const CheckDirective*> nots;
