@@ -64,3 +64,9 @@ add_test(NAME docs_test
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/scripts/gen_docs.py --check --paddlec $<TARGET_FILE:paddlec>
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(docs_test PROPERTIES LABELS "docs")
+
+# Comments cite files in this repository (docs/ holds the facts), never notes outside it.
+add_test(NAME citations_test
+         COMMAND /bin/sh -c "if grep -rnE --exclude=tests.cmake 'shared/reference|/work/shared|\\.\\./shared' src include proto tools/paddlec tools/python/paddlec scripts; then echo 'these lines cite files outside the repository: move the facts into docs/ and cite that'; exit 1; fi"
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(citations_test PROPERTIES LABELS "docs")

@@ -16,6 +16,7 @@
 #include "paddlec/driver/driver.h"
 #include "paddlec/io/dataset.h"
 #include "paddlec/io/params.h"
+#include "paddlec/ir/op_role.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "progress.h"
@@ -67,10 +68,7 @@ StatusOr<Interface> FindInterface(ir::Module& m, const TrainOptions& o, int64_t 
   if (io.predictions.empty()) {
     // The last forward output shaped [batch, classes]: logits or probabilities, same argmax.
     for (const auto& op : b.desc().ops()) {
-      bool forward = true;
-      for (const auto& a : op.attrs())
-        if (a.name() == "op_role" && (a.i() & 0x13)) forward = false;
-      if (!forward) break;
+      if (!ir::IsForwardOp(op)) break;
       for (const auto& s : op.outputs())
         for (const auto& a : s.arguments()) {
           const pb::VarDesc* v = b.FindVar(a);

@@ -1,4 +1,4 @@
-// The op_role attribute's bits (PaddlePaddle's OpRole, docs/paddle_format.md): what part of a
+// The op_role attribute's bits (PaddlePaddle's OpRole, docs/formats.md): what part of a
 // training step an op belongs to. Passes write them, the trainer and the for-test clone read them,
 // and the Python package gets them from here (paddlec._core.OP_ROLE) instead of restating them.
 #pragma once
@@ -15,6 +15,7 @@ enum OpRole : int {
   kOpRoleDist = 0x0008,
   kOpRoleLRSched = 0x0010,
   kOpRoleLoss = 0x0100,
+  kOpRoleNotSpecified = 0x1000,
 };
 
 /// The roles that end the forward part of a program: an op with any of them is not inference work.

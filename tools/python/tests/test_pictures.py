@@ -3,6 +3,8 @@ drawn by `python -m paddlec.plot` from `paddlec train --metrics`. Each image is 
 back and checked for size and content."""
 
 import json
+import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -10,7 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import CLI, REPO
+# Not imported from conftest: tests/interop has a conftest module of the same name.
+REPO = pathlib.Path(__file__).resolve().parents[3]
+CLI = pathlib.Path(os.environ.get("PADDLEC_BUILD_DIR") or REPO / "build").resolve() / "paddlec"
 
 matplotlib = pytest.importorskip("matplotlib")
 from matplotlib import image as mpimg  # noqa: E402

@@ -3,6 +3,7 @@ attribute checks, typed pass options, file formats, op roles), so Python and the
 refuse the same things with the same words, and Python's advice names Python arguments."""
 
 import os
+import pathlib
 import subprocess
 
 import numpy as np
@@ -11,7 +12,9 @@ import pytest
 import paddlec
 from paddlec import _core, errors, layers, ops
 
-from conftest import CLI, REPO
+# Not imported from conftest: tests/interop has a conftest module of the same name.
+REPO = pathlib.Path(__file__).resolve().parents[3]
+CLI = pathlib.Path(os.environ.get("PADDLEC_BUILD_DIR") or REPO / "build").resolve() / "paddlec"
 
 
 def test_the_feed_rule_is_the_cores(tmp_path):
