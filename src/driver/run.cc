@@ -61,8 +61,9 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
                                                    .device = options.device,
                                                    .seed = options.seed,
                                                    .threads = options.threads,
-                                                   .passes = options.inference ? kInferencePipeline
-                                                                               : "validate,infer-shape,init-params"}));
+                                                   .keep_denormals = options.keep_denormals,
+                                                   .passes = CompilePipeline({.inference = options.inference,
+                                                                              .opt_level = options.opt_level})}));
 
   // Check everything the user gave before running anything.
   auto host_alloc = runtime::CpuCachingAllocator::Create();

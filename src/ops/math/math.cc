@@ -15,6 +15,7 @@ void RegisterElementwiseOps(OpRegistry& r);
 void RegisterMatmulOps(OpRegistry& r);
 void RegisterReduceOps(OpRegistry& r);
 void RegisterCosSimOps(OpRegistry& r);
+void RegisterFcOps(OpRegistry& r);
 
 namespace {
 
@@ -260,6 +261,7 @@ void RegisterMathOps(OpRegistry& r) {
   RegisterMatmulOps(r);
   RegisterReduceOps(r);
   RegisterCosSimOps(r);
+  RegisterFcOps(r);
 }
 
 }  // namespace paddlec::ops
