@@ -279,14 +279,14 @@ def busy_processes(n):
 def epochs(a):
     out = run([os.path.join(a.build, "paddlec"), "train", os.path.join(ROOT, "configs", "mlp.pbtxt"),
                "--dataset=fashion-mnist", "--epochs=5", "--batch-size=64", "--optimizer=adam", "--lr=0.001",
-               "--threads", str(a.threads)], dict(os.environ))
+               "--threads", str(a.threads), "-O2", "--no-progress"], dict(os.environ))
     if out is None:
         return
     times = [float(s) for s in re.findall(r"epoch \d+/\d+: .*?, ([\d.]+) s,", out)]
     if not times:
         return
     worst = max(t / times[0] for t in times)
-    print(f"== 5-epoch Adam MLP (paddlec train configs/mlp.pbtxt --dataset=fashion-mnist --epochs=5)")
+    print("== 5-epoch Adam MLP (paddlec train configs/mlp.pbtxt --dataset=fashion-mnist --epochs=5 -O2)")
     print("epochs (s): " + "  ".join(f"{t:.2f}" for t in times) + f"   slowest / first {worst:.2f}x")
 
 

@@ -375,8 +375,8 @@ Status Plan::Run() {
     ~RunScope() {
       if (active) runtime::LeaveKernelThreads(saved);
     }
-  } scope{cpu_threads_ > 0,
-          cpu_threads_ > 0 ? runtime::EnterKernelThreads(cpu_threads_, flush_denormals_) : runtime::KernelThreadState{}};
+  } scope{cpu_threads_ > 0, cpu_threads_ > 0 ? runtime::EnterKernelThreads(cpu_threads_, flush_denormals_)
+                                             : runtime::KernelThreadState{}};
   if (use_graph_ && !profile_) return RunRecorded();
   if (!profile_) return RunSteps<false>();
   auto start = std::chrono::steady_clock::now();

@@ -1,5 +1,7 @@
 // Tests of the executor's CPU threads: denormals flushed in every thread that runs kernels (or kept
 // on request), and the caller's thread count and float mode left as they were.
+#include "paddlec/runtime/threads.h"
+
 #include <doctest/doctest.h>
 #include <omp.h>
 #include <xmmintrin.h>
@@ -7,7 +9,6 @@
 #include <cmath>
 
 #include "paddlec/exec/executor.h"
-#include "paddlec/runtime/threads.h"
 #include "testing/op_tester.h"
 #include "testing/program_runner.h"
 
@@ -18,18 +19,29 @@ namespace {
 // is computed by an OpenMP worker, not by the thread that called Run.
 constexpr int64_t kN = int64_t{1} << 20;
 constexpr char kScale[] = R"pb(
-blocks {
-  idx: 0
-  parent_idx: -1
-  vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 } } } }
-  ops { type: "scale" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" }
-        attrs { name: "scale" type: FLOAT f: 1e-20 } }
-}
+  blocks {
+    idx: 0
+    parent_idx: -1
+    vars {
+      name: "x"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: -1 } }
+      }
+    }
+    ops {
+      type: "scale"
+      inputs { parameter: "X" arguments: "x" }
+      outputs { parameter: "Out" arguments: "y" }
+      attrs { name: "scale" type: FLOAT f: 1e-20 }
+    }
+  }
 )pb";
 
 /// Runs y = x * 1e-20 on x = 1e-20 everywhere (a normal operand, a denormal product) with 2 threads
 /// and returns how many of y's values are zero in the first and in the second half.
 std::pair<int64_t, int64_t> ZerosPerHalf(bool flush) {
+  runtime::OverrideMachineBusyForTesting(0);  // two threads even beside other processes
   auto m = testing::CompileText(kScale, "validate,infer-shape", "t.pbtxt");
   REQUIRE(m.ok());
   auto exec = Executor::Create(Place::CPU(), {.num_threads = 2, .flush_denormals = flush});
@@ -43,6 +55,7 @@ std::pair<int64_t, int64_t> ZerosPerHalf(bool flush) {
   const float* y = scope.Find("y")->tensor().data<float>();
   std::pair<int64_t, int64_t> zeros{0, 0};
   for (int64_t i = 0; i < kN; ++i) (i < kN / 2 ? zeros.first : zeros.second) += y[i] == 0.0f;
+  runtime::OverrideMachineBusyForTesting(-1);
   return zeros;
 }
 
@@ -63,6 +76,7 @@ TEST_CASE("--keep-denormals keeps IEEE gradual underflow in every thread") {
 }
 
 TEST_CASE("An executor's thread count applies while its plans run, not to the caller afterwards") {
+  runtime::OverrideMachineBusyForTesting(0);
   runtime::ScopedMaxThreads caller(2);
   for (int threads : {1, 3}) {
     runtime::KernelThreadState saved = runtime::EnterKernelThreads(threads, true);
@@ -81,6 +95,23 @@ TEST_CASE("An executor's thread count applies while its plans run, not to the ca
   REQUIRE((*exec)->device().CopyFromHost(testing::MakeTensor<float>({4}, {1, 2, 3, 4}), scope.Var("x").tensor()).ok());
   REQUIRE((*exec)->RunOnce((*m)->main().global_block(), scope).ok());
   CHECK(omp_get_max_threads() == 2);
+  runtime::OverrideMachineBusyForTesting(-1);
+}
+
+TEST_CASE("On a busy machine a run uses one thread except for large oneDNN primitives") {
+  runtime::ScopedMaxThreads caller(1);
+  for (int busy : {0, 1}) {
+    CAPTURE(busy);
+    runtime::OverrideMachineBusyForTesting(busy);
+    runtime::KernelThreadState saved = runtime::EnterKernelThreads(2, true);
+    CHECK(omp_get_max_threads() == (busy ? 1 : 2));
+    CHECK(runtime::OneDnnThreads(1e6) == 1);  // small: always on the calling thread
+    CHECK(runtime::OneDnnThreads(1e7) == (busy ? 1 : 2));
+    CHECK(runtime::OneDnnThreads(1e8) == 2);  // large: the executor's threads, busy or not
+    runtime::LeaveKernelThreads(saved);
+    CHECK(omp_get_max_threads() == 1);
+  }
+  runtime::OverrideMachineBusyForTesting(-1);
 }
 
 TEST_CASE("Small work runs on the calling thread; large work is split by its cost") {

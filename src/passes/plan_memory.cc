@@ -36,9 +36,14 @@ struct InPlaceRule {
   const char* output;
 };
 constexpr InPlaceRule kInPlace[] = {
-    {"relu", "X", "Out"},          {"sigmoid", "X", "Out"},           {"tanh", "X", "Out"},
-    {"scale", "X", "Out"},         {"elementwise_add", "X", "Out"},   {"relu_grad", "Out@GRAD", "X@GRAD"},
-    {"sigmoid_grad", "Out@GRAD", "X@GRAD"}, {"tanh_grad", "Out@GRAD", "X@GRAD"},
+    {"relu", "X", "Out"},
+    {"sigmoid", "X", "Out"},
+    {"tanh", "X", "Out"},
+    {"scale", "X", "Out"},
+    {"elementwise_add", "X", "Out"},
+    {"relu_grad", "Out@GRAD", "X@GRAD"},
+    {"sigmoid_grad", "Out@GRAD", "X@GRAD"},
+    {"tanh_grad", "Out@GRAD", "X@GRAD"},
 };
 
 class PlanMemoryPass final : public Pass {
@@ -81,8 +86,7 @@ class PlanMemoryPass final : public Pass {
     return std::string(DTypeName(ir::VarDType(v))) + dims->ToString();
   }
 
-  static bool PlanBlock(ir::Block& block, const ops::OpRegistry& registry,
-                        std::set<std::string, std::less<>>& fixed) {
+  static bool PlanBlock(ir::Block& block, const ops::OpRegistry& registry, std::set<std::string, std::less<>>& fixed) {
     auto& ops = *block.desc().mutable_ops();
     std::map<std::string, Life, std::less<>> life;
     for (int i = 0; i < ops.size(); ++i) {
@@ -116,7 +120,7 @@ class PlanMemoryPass final : public Pass {
     };
     std::map<std::string, std::string, std::less<>> rename;  // variable -> the buffer (variable) it uses
     std::map<std::string, std::vector<std::string>> free;    // size key -> buffers free for reuse
-    std::map<int, std::vector<std::string>> dies_at;          // op index -> buffers whose value dies there
+    std::map<int, std::vector<std::string>> dies_at;         // op index -> buffers whose value dies there
     auto buffer_of = [&](const std::string& v) {
       auto it = rename.find(v);
       return it == rename.end() ? v : it->second;

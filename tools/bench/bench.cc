@@ -13,9 +13,9 @@
 #include <dnnl.h>
 
 #include <algorithm>
-#include <fstream>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <vector>
 
@@ -27,8 +27,6 @@
 #include "paddlec/passes/pass_manager.h"
 #include "paddlec/passes/signature.h"
 #include "paddlec/runtime/threads.h"
-
-PADDLEC_OPENMP_PREINIT
 
 namespace paddlec {
 namespace {
@@ -223,10 +221,12 @@ void Network(const Args& a, bool train, bool inference = false, double idle_mb =
                              a.batch, ResidentMb(true) - idle_mb, idle_mb);
     return;
   }
-  double ms = MedianMs([&] {
-    Die(plan->Run());
-    Die(exec->device().Synchronize());
-  }, a.min_time);
+  double ms = MedianMs(
+      [&] {
+        Die(plan->Run());
+        Die(exec->device().Synchronize());
+      },
+      a.min_time);
   std::cout << fmt::format("{:<9} {:<12} batch={:<4} {:9.3f} ms  {:9.0f} samples/s\n",
                            std::string(train ? "train" : inference ? "inference" : "forward") + (a.cuda_graph ? "+g" : ""),
                            name, a.batch, ms, a.batch / ms * 1e3);
@@ -255,10 +255,12 @@ void Dispatch(const Args& a) {
 
 int main(int argc, char** argv) {
   using namespace paddlec;
+  runtime::ReexecWithBoundedSpin(argv);      // as `paddlec run` does (runtime/threads.h)
   const double idle_mb = ResidentMb(false);  // libraries loaded, nothing built
   Args a;
   if (argc < 2) {
-    std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|resnet|memory|dispatch [CONFIG] [--n N] [--batch B] [--ops N] "
+    std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|resnet|memory|dispatch [CONFIG] [--n N] [--batch "
+                 "B] [--ops N] "
                  "[--min-time S] [--threads T] [--device D] [--opt-level N]\n";
     return 2;
   }
@@ -279,7 +281,8 @@ int main(int argc, char** argv) {
     else if (k == "--threads") a.threads = std::stoi(next());
     else if (k == "--device") a.device = next();
     else if (k == "--cuda-graph") a.cuda_graph = true;
-    else if (k == "--opt-level") a.opt_level = std::stoi(next());
+    else if (k == "--opt-level")
+      a.opt_level = std::stoi(next());
     else if (!k.starts_with("--")) a.config = k;
     else {
       std::cerr << "error: unknown flag " << k << "\n";
@@ -290,7 +293,8 @@ int main(int argc, char** argv) {
   else if (a.mode == "forward") Network(a, false);
   else if (a.mode == "train") Network(a, true);
   else if (a.mode == "inference") Network(a, false, true);
-  else if (a.mode == "memory") Network(a, true, false, idle_mb);
+  else if (a.mode == "memory")
+    Network(a, true, false, idle_mb);
   else if (a.mode == "resnet") {
     a.config = "resnet";
     Network(a, true);

@@ -1,15 +1,13 @@
 // paddlec: the command-line driver. Parses flags with CLI11 and calls paddlec::driver::Run<Command>;
 // everything else lives in the library so every command is testable in-process.
-#include <CLI/CLI.hpp>
 #include <malloc.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "paddlec/core/logging.h"
 #include "paddlec/driver/driver.h"
 #include "paddlec/runtime/threads.h"
-
-PADDLEC_OPENMP_PREINIT
 
 namespace {
 
@@ -110,7 +108,8 @@ Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
   o.compile.optimizer = "adam";
   o.compile.lr = 0.001;
   AddTrainingFlags(*c, o.compile);
-  c->add_option("-O,--opt-level", o.compile.opt_level, "Optimization level: 0 none, 1 fusions, 2 fusions and memory planning")
+  c->add_option("-O,--opt-level", o.compile.opt_level,
+                "Optimization level: 0 none, 1 fusions, 2 fusions and memory planning")
       ->check(CLI::Range(0, 2));
   return {c, [&o] { return driver::RunTrain(o, std::cout); }};
 }
@@ -158,6 +157,9 @@ Command AddGenPython(CLI::App& app, driver::GenPythonOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The commands that run kernels start over once with libgomp's spin bounded (runtime/threads.h).
+  if (argc > 1 && (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "train"))
+    paddlec::runtime::ReexecWithBoundedSpin(argv);
   // glibc returns freed large blocks to the OS and page-faults them back on the next parse or GEMM
   // buffer (2-4x slower first parses here, shared/reference/machine.md); keep them instead.
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

@@ -95,7 +95,7 @@ struct RunOptions {
   bool cuda_graph = false;           // replay the steady-state step as a CUDA graph (GPU)
   uint64_t seed = 0;
   int threads = 0;
-  bool keep_denormals = false;       // CPU: IEEE gradual underflow instead of FTZ/DAZ
+  bool keep_denormals = false;  // CPU: IEEE gradual underflow instead of FTZ/DAZ
 };
 
 /// `paddlec run`: initialize or load parameters, feed, run the main program, fetch.

@@ -3,7 +3,6 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <optional>
 
 #include "paddlec/runtime/onednn.h"
 #include "paddlec/runtime/threads.h"
@@ -12,9 +11,46 @@ namespace paddlec::ops::math {
 
 namespace {
 
-/// Products below this many flops run on the calling thread: at batch 1 (a 784x512 fc is 0.8
-/// MFLOP, ~10 us on one core) a fork and join of the pool costs as much as the second core saves.
-constexpr double kSerialGemmFlops = 2.0e6;
+// Small products run oneDNN on the calling thread (runtime::OneDnnThreads): oneDNN's threaded GEMM
+// splits a one-row product along K and joins the halves at a spinning barrier. Few-row products do
+// not reach oneDNN at all (SmallRowsGemm).
+
+/// Rows up to which SmallRowsGemm replaces oneDNN (fc and mul at batch 1..4).
+constexpr int64_t kSmallRows = 4;
+/// Columns per task of SmallRowsGemm: a multiple of the vector width, and enough work per task
+/// (K * 64 multiply-adds) that the fork is paid back.
+constexpr int64_t kColumnBlock = 64;
+
+/// C [M, N] = epilogue(A [M, K] * B [K, N]) for a few rows, split by columns over the pool: each
+/// thread streams its own slice of B, always the same one, so at batch 1 the weights of an fc layer
+/// stay in the threads' L2 caches between steps (784x512 floats are 1.6 MB, half per core) and the
+/// product runs at cache speed. The only synchronisation is the pool's fork and join, which sleep
+/// after a bounded spin (runtime/threads.h), so a busy machine slows it down gracefully.
+void SmallRowsGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, const float* bias, float* c) {
+  const int64_t m = s.m, k = s.k, n = s.n;
+  const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+  // Worth a thread: about 64K multiply-adds, ~5 us of one core.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * m * kColumnBlock));
+  runtime::ParallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
+    const int64_t j0 = b0 * kColumnBlock, j1 = std::min(n, b1 * kColumnBlock);
+    for (int64_t i = 0; i < m; ++i) {
+      float* ci = c + i * n;
+      for (int64_t j = j0; j < j1; ++j) ci[j] = e.bias ? bias[j] : 0.0f;
+    }
+    for (int64_t q = 0; q < k; ++q) {
+      const float* bq = b + q * n;
+      for (int64_t i = 0; i < m; ++i) {
+        const float aiq = a[i * k + q];
+        float* ci = c + i * n;
+#pragma omp simd
+        for (int64_t j = j0; j < j1; ++j) ci[j] += aiq * bq[j];
+      }
+    }
+    if (e.relu)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = j0; j < j1; ++j) c[i * n + j] = std::max(c[i * n + j], 0.0f);
+  });
+}
 
 /// The oneDNN view of a logical [batch..., rows, cols] operand stored [batch..., rows, cols]
 /// row-major, or [batch..., cols, rows] when `trans`: the transpose is just a pair of strides.
@@ -39,6 +75,7 @@ dnnl::memory::desc MatrixDesc(const Dims& batch, int64_t rows, int64_t cols, boo
 struct Gemm<float>::Primitive {
   GemmShape shape;
   GemmEpilogue epilogue;
+  int threads = 0;  // the OpenMP threads it was created for
   dnnl::matmul matmul;
   dnnl::memory a, b, c, bias, scratchpad;
   // Arguments in the C API's form, built once: dnnl::primitive::execute would rebuild (and allocate)
@@ -63,17 +100,21 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
       }
     return Status::OK();
   }
+  if (s.m <= kSmallRows && s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b) {
+    SmallRowsGemm(s, e, a, b, bias, c);
+    return Status::OK();
+  }
   runtime::OneDnnHandles& dnn = cpu.onednn();
   // Primitives are created and run under the same cap: oneDNN plans its split of the work from the
   // thread count it sees at creation.
-  const double flops = 2.0 * static_cast<double>(s.m) * s.n * s.k * s.c_batch.Numel();
-  std::optional<runtime::ScopedMaxThreads> serial;
-  if (flops < kSerialGemmFlops) serial.emplace(1);
-  if (prim_ == nullptr || !(prim_->shape == s) || !(prim_->epilogue == e)) {
+  const int threads = runtime::OneDnnThreads(2.0 * static_cast<double>(s.m) * s.n * s.k * s.c_batch.Numel());
+  runtime::ScopedMaxThreads cap(threads);
+  if (prim_ == nullptr || !(prim_->shape == s) || !(prim_->epilogue == e) || prim_->threads != threads) {
     try {
       auto p = std::make_unique<Primitive>();
       p->shape = s;
       p->epilogue = e;
+      p->threads = threads;
       dnnl::primitive_attr attr;
       if (e.relu) {
         dnnl::post_ops ops;

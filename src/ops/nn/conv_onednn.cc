@@ -4,6 +4,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "paddlec/runtime/threads.h"
+
 namespace paddlec::ops::nn {
 namespace {
 
@@ -106,6 +108,13 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const dnnl::engine& eng, con
   return pd;
 }
 
+/// The threads for a convolution (runtime::OneDnnThreads). Primitives are created and run under the
+/// same count, since oneDNN splits the work by the thread count it sees at creation.
+int ConvThreads(const ConvGeometry& g) {
+  return runtime::OneDnnThreads(2.0 * g.n * g.o * g.w.out[0] * g.w.out[1] * g.c_per_group() * g.w.kernel[0] *
+                                g.w.kernel[1]);
+}
+
 }  // namespace
 
 ConvLayouts DefaultConvLayouts(const ConvGeometry& g) {
@@ -116,6 +125,7 @@ ConvLayouts DefaultConvLayouts(const ConvGeometry& g) {
 
 struct OneDnnConv::Forward_ {
   ConvGeometry g;
+  int threads = 0;
   bool bias = false, relu = false;
   memory bias_mem;
   std::unordered_map<int, memory> args;  // built once: execute() takes a map, rebuilding it allocates
@@ -127,6 +137,7 @@ struct OneDnnConv::Forward_ {
 
 struct OneDnnConv::BackwardData_ {
   ConvGeometry g;
+  int threads = 0;
   dnnl::convolution_backward_data::primitive_desc pd;
   dnnl::convolution_backward_data prim;
   Operand diff_dst, weights, diff_src;
@@ -135,6 +146,7 @@ struct OneDnnConv::BackwardData_ {
 
 struct OneDnnConv::BackwardWeights_ {
   ConvGeometry g;
+  int threads = 0;
   dnnl::convolution_backward_weights::primitive_desc pd;
   dnnl::convolution_backward_weights prim;
   Operand diff_dst, src, diff_weights;
@@ -146,11 +158,14 @@ OneDnnConv::~OneDnnConv() = default;
 
 Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y,
                            const float* bias, bool relu) {
+  const int threads = ConvThreads(g);
+  runtime::ScopedMaxThreads cap(threads);
   return Guarded("forward", [&] {
     bool has_bias = bias != nullptr;
-    if (!fwd_ || !(fwd_->g == g) || fwd_->bias != has_bias || fwd_->relu != relu) {
+    if (!fwd_ || !(fwd_->g == g) || fwd_->bias != has_bias || fwd_->relu != relu || fwd_->threads != threads) {
       auto f = std::make_unique<Forward_>();
       f->g = g;
+      f->threads = threads;
       f->bias = has_bias;
       f->relu = relu;
       ConvDescs d = MakeDescs(g);
@@ -190,10 +205,13 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
 
 Status OneDnnConv::BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy,
                                 float* dx) {
+  const int threads = ConvThreads(g);
+  runtime::ScopedMaxThreads cap(threads);
   return Guarded("backward-data", [&] {
-    if (!bwd_data_ || !(bwd_data_->g == g)) {
+    if (!bwd_data_ || !(bwd_data_->g == g) || bwd_data_->threads != threads) {
       auto b = std::make_unique<BackwardData_>();
       b->g = g;
+      b->threads = threads;
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
       ConvLayout l = layouts.backward_data;
@@ -241,10 +259,13 @@ Status OneDnnConv::Backward(runtime::OneDnnHandles& h, const ConvGeometry& g, co
 
 Status OneDnnConv::BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x,
                                        const float* dy, float* dw, bool dy_reordered_by_backward_data) {
+  const int threads = ConvThreads(g);
+  runtime::ScopedMaxThreads cap(threads);
   return Guarded("backward-weights", [&] {
-    if (!bwd_weights_ || !(bwd_weights_->g == g)) {
+    if (!bwd_weights_ || !(bwd_weights_->g == g) || bwd_weights_->threads != threads) {
       auto b = std::make_unique<BackwardWeights_>();
       b->g = g;
+      b->threads = threads;
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
       ConvLayout l = layouts.backward_weights;
