@@ -17,7 +17,9 @@ namespace paddlec::driver {
 
 std::string OptimizationPasses(int level, bool inference) {
   std::string p;
-  if (level >= 1) p += inference ? ",fuse-conv-bn-act,fuse-fc" : ",fuse-fc";
+  if (level >= 1)
+    p += inference ? ",fold,fuse-conv-bn-act,fuse-conv-bias-act,fuse-conv-pool,fuse-fc,fuse-elementwise,dce"
+                   : ",fold,fuse-conv-bias-act,fuse-fc,fuse-elementwise,dce";
   if (level >= 2) p += ",plan-memory";
   return p;
 }

@@ -11,12 +11,101 @@
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
 #include "testing/op_tester.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::passes {
 namespace {
 
+/// A residual block as in ResNet: relu(x * w1 + x * w2), then a classifier.
+constexpr char kResidual[] = R"pb(
+  blocks {
+    idx: 0
+    parent_idx: -1
+    vars {
+      name: "img"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: -1 dims: 16 } }
+      }
+    }
+    vars {
+      name: "label"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: INT64 dims: -1 dims: 1 } }
+      }
+    }
+    vars {
+      name: "w1"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: 16 dims: 16 } }
+      }
+      persistable: true
+    }
+    vars {
+      name: "w2"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: 16 dims: 16 } }
+      }
+      persistable: true
+    }
+    vars {
+      name: "w3"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: 16 dims: 10 } }
+      }
+      persistable: true
+    }
+    ops {
+      type: "mul"
+      inputs { parameter: "X" arguments: "img" }
+      inputs { parameter: "Y" arguments: "w1" }
+      outputs { parameter: "Out" arguments: "h" }
+    }
+    ops {
+      type: "mul"
+      inputs { parameter: "X" arguments: "img" }
+      inputs { parameter: "Y" arguments: "w2" }
+      outputs { parameter: "Out" arguments: "g" }
+    }
+    ops {
+      type: "elementwise_add"
+      inputs { parameter: "X" arguments: "h" }
+      inputs { parameter: "Y" arguments: "g" }
+      outputs { parameter: "Out" arguments: "s" }
+    }
+    ops {
+      type: "relu"
+      inputs { parameter: "X" arguments: "s" }
+      outputs { parameter: "Out" arguments: "r" }
+    }
+    ops {
+      type: "mul"
+      inputs { parameter: "X" arguments: "r" }
+      inputs { parameter: "Y" arguments: "w3" }
+      outputs { parameter: "Out" arguments: "logits" }
+    }
+    ops {
+      type: "softmax_with_cross_entropy"
+      inputs { parameter: "Logits" arguments: "logits" }
+      inputs { parameter: "Label" arguments: "label" }
+      outputs { parameter: "Softmax" arguments: "prob" }
+      outputs { parameter: "Loss" arguments: "loss_vec" }
+    }
+    ops {
+      type: "mean"
+      inputs { parameter: "X" arguments: "loss_vec" }
+      outputs { parameter: "Out" arguments: "loss" }
+    }
+  }
+)pb";
+
 std::unique_ptr<ir::Module> Compile(const std::string& config, bool train, bool inference, int opt_level) {
-  auto m = ir::LoadModule(std::string(PADDLEC_SOURCE_DIR) + "/configs/" + config);
+  auto m = config == "residual" ? ir::ParseModule(kResidual, ir::Format::kText, "residual.pbtxt")
+                                : ir::LoadModule(std::string(PADDLEC_SOURCE_DIR) + "/configs/" + config);
   REQUIRE(m.ok());
   driver::CompileOptions o;
   o.train = train;
@@ -93,6 +182,7 @@ TEST_CASE("-O2 keeps LeNet's inference outputs with fewer bytes allocated") {
   auto plain = Compile("lenet.pbtxt", false, true, 0);
   auto opt = Compile("lenet.pbtxt", false, true, 2);
   CHECK(Count(*opt, "fused_conv2d_bn_act") == 2);
+  CHECK(Count(*opt, "pool2d") == 0);  // fuse-conv-pool: pooled in oneDNN's blocked layout
   CHECK(Count(*opt, "fc") == 2);
   auto a = RunSteps(*plain, {5, 1, 28, 28}, 2, {"prob", "loss"});
   auto b = RunSteps(*opt, {5, 1, 28, 28}, 2, {"prob", "loss"});
@@ -119,6 +209,135 @@ TEST_CASE("-O2 training (fuse-fc, plan-memory) gives the -O0 parameters after th
     ExpectSame(b, a, {1e-5, 1e-4});
     CHECK(b.peak_bytes < a.peak_bytes);
   }
+}
+
+TEST_CASE("fuse-elementwise fuses a residual add and relu in training and keeps the parameters") {
+  auto plain = Compile("residual", true, false, 0);
+  auto opt = Compile("residual", true, false, 1);
+  CHECK(Count(*opt, "fused_elemwise_activation") == 1);
+  CHECK(Count(*opt, "relu") == 0);
+  CHECK(Count(*opt, "relu_grad") == 1);  // the gradient reads the fused op's output
+  ExpectSame(RunSteps(*opt, {8, 16}, 3, Parameters(*plain)), RunSteps(*plain, {8, 16}, 3, Parameters(*plain)),
+             {1e-6, 1e-5});
+}
+
+TEST_CASE("fold and dce compute what the unfolded chain computes") {
+  constexpr char kChain[] = R"pb(
+    blocks {
+      idx: 0
+      parent_idx: -1
+      vars {
+        name: "x"
+        type {
+          type: LOD_TENSOR
+          lod_tensor { tensor { data_type: FP32 dims: 2 dims: 3 } }
+        }
+      }
+      ops {
+        type: "fill_constant"
+        outputs { parameter: "Out" arguments: "c" }
+        attrs { name: "shape" type: LONGS longs: 2 longs: 3 }
+        attrs { name: "value" type: FLOAT f: 0.3 }
+      }
+      ops {
+        type: "scale"
+        inputs { parameter: "X" arguments: "c" }
+        outputs { parameter: "Out" arguments: "s" }
+        attrs { name: "scale" type: FLOAT f: 3 }
+        attrs { name: "bias" type: FLOAT f: 0.1 }
+        attrs { name: "bias_after_scale" type: BOOLEAN b: false }
+      }
+      ops {
+        type: "assign"
+        inputs { parameter: "X" arguments: "s" }
+        outputs { parameter: "Out" arguments: "a" }
+      }
+      ops {
+        type: "elementwise_mul"
+        inputs { parameter: "X" arguments: "x" }
+        inputs { parameter: "Y" arguments: "a" }
+        outputs { parameter: "Out" arguments: "y" }
+      }
+    }
+  )pb";
+  auto plain = testing::CompileText(kChain, "validate,infer-shape");
+  auto folded = testing::CompileText(kChain, "validate,infer-shape,fold,dce");
+  REQUIRE(plain.ok());
+  REQUIRE(folded.ok());
+  CHECK(Count(**folded, "fill_constant") == 1);
+  CHECK((*folded)->main().global_block().num_ops() == 2);
+  const std::map<std::string, testing::Tensor> feeds{{"x", testing::RandomTensor(DType::kFloat32, {2, 3}, 4)}};
+  auto a = testing::RunModule(**plain, feeds, {"y"});
+  auto b = testing::RunModule(**folded, feeds, {"y"});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  testing::ExpectClose(b->at("y"), a->at("y"), {0, 0}, "y");
+}
+
+TEST_CASE("fuse-conv-bias-act keeps a conv + bias + relu network's outputs") {
+  constexpr char kConvBias[] = R"pb(
+    blocks {
+      idx: 0
+      parent_idx: -1
+      vars {
+        name: "x"
+        type {
+          type: LOD_TENSOR
+          lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 dims: 9 dims: 9 } }
+        }
+      }
+      vars {
+        name: "w"
+        type {
+          type: LOD_TENSOR
+          lod_tensor { tensor { data_type: FP32 dims: 8 dims: 3 dims: 3 dims: 3 } }
+        }
+        persistable: true
+      }
+      vars {
+        name: "b"
+        type {
+          type: LOD_TENSOR
+          lod_tensor { tensor { data_type: FP32 dims: 8 } }
+        }
+        persistable: true
+      }
+      ops {
+        type: "conv2d"
+        inputs { parameter: "Input" arguments: "x" }
+        inputs { parameter: "Filter" arguments: "w" }
+        outputs { parameter: "Output" arguments: "c" }
+        attrs { name: "paddings" type: INTS ints: 1 ints: 1 }
+        attrs { name: "strides" type: INTS ints: 2 ints: 2 }
+      }
+      ops {
+        type: "elementwise_add"
+        inputs { parameter: "X" arguments: "c" }
+        inputs { parameter: "Y" arguments: "b" }
+        outputs { parameter: "Out" arguments: "a" }
+        attrs { name: "axis" type: INT i: 1 }
+      }
+      ops {
+        type: "relu"
+        inputs { parameter: "X" arguments: "a" }
+        outputs { parameter: "Out" arguments: "y" }
+      }
+    }
+  )pb";
+  auto plain = testing::CompileText(kConvBias, "validate,infer-shape");
+  auto fused = testing::CompileText(kConvBias, "validate,infer-shape,fuse-conv-bias-act,dce");
+  REQUIRE(plain.ok());
+  REQUIRE(fused.ok());
+  CHECK(Count(**fused, "fused_conv2d_bn_act") == 1);
+  CHECK((*fused)->main().global_block().num_ops() == 1);
+  const std::map<std::string, testing::Tensor> feeds{{"x", testing::RandomTensor(DType::kFloat32, {4, 3, 9, 9}, 4)},
+                                                     {"w", testing::RandomTensor(DType::kFloat32, {8, 3, 3, 3}, 5)},
+                                                     {"b", testing::RandomTensor(DType::kFloat32, {8}, 6)}};
+  auto a = testing::RunModule(**plain, feeds, {"y"});
+  auto b = testing::RunModule(**fused, feeds, {"y"});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  testing::ExpectClose(b->at("y"), a->at("y"), {1e-5, 1e-5}, "y");
 }
 
 TEST_CASE("plan-memory leaves feeds, the loss, gradients and program outputs under their names") {

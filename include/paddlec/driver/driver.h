@@ -63,8 +63,9 @@ struct CompileOptions {
   std::vector<std::string> no_grad;
 };
 
-/// The optimization passes of -O`level` (0, 1 or 2) after a pipeline's other passes: -O1 fuses
-/// (fc; conv + batch_norm + relu for inference), -O2 also plans memory. "" for -O0.
+/// The optimization passes of -O`level` (0, 1 or 2) after a pipeline's other passes: -O1 folds
+/// constants, fuses (fc, element-wise op + activation; conv + batch_norm + relu for inference) and
+/// removes dead code, -O2 also plans memory. "" for -O0.
 std::string OptimizationPasses(int level, bool inference);
 
 /// The pass pipeline `compile` runs for these options (exposed for tests and `train`).

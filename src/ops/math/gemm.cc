@@ -32,23 +32,32 @@ void SmallRowsGemm(const GemmShape& s, GemmEpilogue e, const float* a, const flo
   // Worth a thread: about 64K multiply-adds, ~5 us of one core.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * m * kColumnBlock));
   runtime::ParallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
-    const int64_t j0 = b0 * kColumnBlock, j1 = std::min(n, b1 * kColumnBlock);
-    for (int64_t i = 0; i < m; ++i) {
-      float* ci = c + i * n;
-      for (int64_t j = j0; j < j1; ++j) ci[j] = e.bias ? bias[j] : 0.0f;
-    }
-    for (int64_t q = 0; q < k; ++q) {
-      const float* bq = b + q * n;
+    for (int64_t j0 = b0 * kColumnBlock; j0 < std::min(n, b1 * kColumnBlock); j0 += kColumnBlock) {
+      const int64_t w = std::min(kColumnBlock, n - j0);
       for (int64_t i = 0; i < m; ++i) {
-        const float aiq = a[i * k + q];
-        float* ci = c + i * n;
+        // One row of a column block accumulates in registers (8 vectors) while B's rows stream by;
+        // C is read and written once.
+        float acc[kColumnBlock];
+        for (int64_t j = 0; j < kColumnBlock; ++j) acc[j] = e.bias && j < w ? bias[j0 + j] : 0.0f;
+        const float* ai = a + i * k;
+        if (w == kColumnBlock) {
+          for (int64_t q = 0; q < k; ++q) {
+            const float* bq = b + q * n + j0;
+            const float aiq = ai[q];
 #pragma omp simd
-        for (int64_t j = j0; j < j1; ++j) ci[j] += aiq * bq[j];
+            for (int64_t j = 0; j < kColumnBlock; ++j) acc[j] += aiq * bq[j];
+          }
+        } else {
+          for (int64_t q = 0; q < k; ++q) {
+            const float* bq = b + q * n + j0;
+            const float aiq = ai[q];
+            for (int64_t j = 0; j < w; ++j) acc[j] += aiq * bq[j];
+          }
+        }
+        float* ci = c + i * n + j0;
+        for (int64_t j = 0; j < w; ++j) ci[j] = e.relu ? std::max(acc[j], 0.0f) : acc[j];
       }
     }
-    if (e.relu)
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = j0; j < j1; ++j) c[i * n + j] = std::max(c[i * n + j], 0.0f);
   });
 }
 

@@ -16,6 +16,7 @@ void RegisterMatmulOps(OpRegistry& r);
 void RegisterReduceOps(OpRegistry& r);
 void RegisterCosSimOps(OpRegistry& r);
 void RegisterFcOps(OpRegistry& r);
+void RegisterFusedElementwiseOps(OpRegistry& r);
 
 namespace {
 
@@ -262,6 +263,7 @@ void RegisterMathOps(OpRegistry& r) {
   RegisterReduceOps(r);
   RegisterCosSimOps(r);
   RegisterFcOps(r);
+  RegisterFusedElementwiseOps(r);
 }
 
 }  // namespace paddlec::ops
