@@ -39,7 +39,7 @@ struct CompileOptions {
   /// `passes` (or the inference / training pipeline) as it is.
   int opt_level = -1;
   std::string pipeline_file;  // a PassPipeline textproto; replaces `passes`
-  std::vector<std::string> print_ir_after;
+  std::vector<std::string> print_ir_before, print_ir_after;  // pass names or "all"
   bool verify_each = false;
   int stop_after = -1;
   bool time_passes = false;
