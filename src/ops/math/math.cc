@@ -15,6 +15,8 @@ void RegisterElementwiseOps(OpRegistry& r);
 void RegisterMatmulOps(OpRegistry& r);
 void RegisterReduceOps(OpRegistry& r);
 void RegisterCosSimOps(OpRegistry& r);
+void RegisterFcOps(OpRegistry& r);
+void RegisterFusedElementwiseOps(OpRegistry& r);
 
 namespace {
 
@@ -266,6 +268,8 @@ void RegisterMathOps(OpRegistry& r) {
   RegisterMatmulOps(r);
   RegisterReduceOps(r);
   RegisterCosSimOps(r);
+  RegisterFcOps(r);
+  RegisterFusedElementwiseOps(r);
 }
 
 }  // namespace paddlec::ops
