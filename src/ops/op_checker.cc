@@ -368,7 +368,7 @@ bool BothScalars(const Dims& a, const Dims& b) { return a.Numel() == 1 && b.Nume
 
 }  // namespace
 
-Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry) {
+Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry, bool* changed) {
   const OpInfo* info = registry.Find(op.type());
   if (info == nullptr) return MakeError(ErrorCode::kValidation, "unknown op type '{}'", op.type()).At(op.Location());
   if (info->infer_shape() == nullptr) return Status::OK();
@@ -400,6 +400,10 @@ Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry) {
               .At(loc);
         for (int d = 0; d < merged.rank(); ++d) merged[d] = DimMerge(p.dims[d], (*declared)[d]);
       }
+    }
+    if (changed != nullptr && !*changed) {
+      auto now = ir::VarDims(*v);
+      *changed = ir::TensorDescOf(*v) == nullptr || ir::VarDType(*v) != p.dtype || !now.ok() || !(*now == merged);
     }
     ir::SetVarShape(v, merged, p.dtype);
   }
