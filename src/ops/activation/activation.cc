@@ -199,7 +199,8 @@ Status InferClip(InferShapeContext& ctx) {
 
 /// X@GRAD is shaped like the grad op's first input (X or Out, both shaped like X).
 Status InferActivationGrad(InferShapeContext& ctx) {
-  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, ctx.InputDims(kGradA), ctx.InputDType(kGradA));
+  const InSlot a = ctx.HasInput(kGradX) ? kGradX : kGradOut;
+  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, ctx.InputDims(a), ctx.InputDType(a));
   return Status::OK();
 }
 
@@ -414,9 +415,9 @@ void RegisterActivation(OpRegistry& r, const ActivationOp& a) {
                                    : a.reads == GradReads::kX ? "X"
                                                               : "X (its Out is declared as PaddlePaddle binds it)"));
   if (a.reads == GradReads::kOut)
-    g.Input({0, "Out"}, "The forward output.");
+    g.Input(kGradOut, "The forward output.");
   else
-    g.Input({0, "X"}, "The forward input.");
+    g.Input(kGradX, "The forward input.");
   if (a.reads == GradReads::kXOut) g.Input({1, "Out"}, "The forward output (unused: the gradient reads X).");
   g.Input(DOutSlot(a.reads), "Gradient of the loss with respect to Out.");
   if (a.kind == Activation::kPow)

@@ -14,8 +14,12 @@ inline constexpr OutSlot kOut{0, "Out"};
 inline constexpr InSlot kFactorTensor{1, "FactorTensor"};
 inline constexpr InSlot kMin{1, "Min"};
 inline constexpr InSlot kMax{2, "Max"};
-// Gradient ops: the first input is X or Out (GradReads), Out@GRAD is at DOutSlotIndex.
+// Gradient ops: the first input is X or Out (GradReads), Out@GRAD is at DOutSlotIndex. Kernels
+// reach the first input by index (kGradA); shape functions, which resolve slots by name, try kGradX
+// and then kGradOut.
 inline constexpr InSlot kGradA{0, "X or Out"};
+inline constexpr InSlot kGradX{0, "X"};
+inline constexpr InSlot kGradOut{0, "Out"};
 inline constexpr OutSlot kDX{0, "X@GRAD"};
 // Their extra inputs, after Out@GRAD: pow_grad's FactorTensor, clip_grad's Min and Max.
 inline constexpr InSlot kGradFactorTensor{2, "FactorTensor"};
