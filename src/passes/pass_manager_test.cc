@@ -107,7 +107,7 @@ TEST_CASE("--print-ir-before/after print the listing around the named pass") {
         "main block 0: 2 vars, 1 op\n"
         "  var x: float32[-1, 4]\n"
         "  var y: float32[]\n"
-        "  op 0: softmax(X=x) -> (Out=y) {axis=-1, data_format=\"AnyLayout\"}\n"  // the defaults validate filled in
+        "  op 0: softmax(X=x) -> (Out=y) {axis=-1, data_format=\"AnyLayout\", is_test=false}\n"  // the defaults validate filled in
         "startup block 0: 0 vars, 0 ops\n");
 
   // "all" prints after every pass and says which ones changed nothing.

@@ -134,8 +134,9 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
 
 Command AddDumpOpProtos(CLI::App& app, driver::DumpOpProtosOptions& o) {
   CLI::App* c = app.add_subcommand("dump-opprotos", "Print every registered OpProto with defaults and checks");
-  c->add_option("--format", o.format, "json, text or md (the generated operator reference)")
-      ->check(CLI::IsMember({"json", "text", "md"}))
+  c->add_option("--format", o.format,
+                "json, text, md (the generated operator reference) or paddle-md (the PaddlePaddle op table)")
+      ->check(CLI::IsMember({"json", "text", "md", "paddle-md"}))
       ->capture_default_str();
   c->add_option("--op", o.ops, "Only these ops (repeatable)");
   return {c, [&o] { return driver::RunDumpOpProtos(o, std::cout); }};
