@@ -197,22 +197,42 @@ Status InferClip(InferShapeContext& ctx) {
   return InferSameAsX(ctx);
 }
 
-/// X@GRAD is shaped like the grad op's first input (X or Out, both shaped like X).
+/// X@GRAD is shaped like the grad op's first input (X, or Out for GradReads::kOut: both shaped like
+/// X), which Out@GRAD must match: the kernels walk them together.
+template <GradReads kReads>
 Status InferActivationGrad(InferShapeContext& ctx) {
-  const InSlot a = ctx.HasInput(kGradX) ? kGradX : kGradOut;
-  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, ctx.InputDims(a), ctx.InputDType(a));
+  const InSlot a = kReads == GradReads::kOut ? kGradOut : kGradX;
+  const Dims d = ctx.InputDims(a), dout = ctx.InputDims(DOutSlot(kReads));
+  if (!DimsMatch(d, dout))
+    return ctx.Fail("Out@GRAD has shape {} but {} has shape {}: they must match", dout.ToString(), a.name,
+                    d.ToString());
+  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, d, ctx.InputDType(a));
   return Status::OK();
 }
 
 Status InferPowGrad(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(RejectTensorAttr(ctx, kGradFactorTensor, "factor"));
-  return InferActivationGrad(ctx);
+  return InferActivationGrad<GradReads::kX>(ctx);
 }
 
 Status InferClipGrad(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(RejectTensorAttr(ctx, kGradMin, "min"));
   PC_RETURN_IF_ERROR(RejectTensorAttr(ctx, kGradMax, "max"));
-  return InferActivationGrad(ctx);
+  return InferActivationGrad<GradReads::kX>(ctx);
+}
+
+InferShapeFn GradShapeFn(const ActivationOp& a) {
+  if (a.kind == Activation::kPow) return InferPowGrad;
+  if (a.kind == Activation::kClip) return InferClipGrad;
+  switch (a.reads) {
+    case GradReads::kOut:
+      return InferActivationGrad<GradReads::kOut>;
+    case GradReads::kX:
+      return InferActivationGrad<GradReads::kX>;
+    case GradReads::kXOut:
+      return InferActivationGrad<GradReads::kXOut>;
+  }
+  return nullptr;
 }
 
 // ---- softmax / log_softmax ------------------------------------------------------------------
@@ -425,10 +445,7 @@ void RegisterActivation(OpRegistry& r, const ActivationOp& a) {
   if (a.kind == Activation::kClip)
     g.Input(kGradMin, "The forward Min (not supported yet).", kDispensable)
         .Input(kGradMax, "The forward Max (not supported yet).", kDispensable);
-  g.Output(kDX, "Gradient of the loss with respect to X.")
-      .InferShape(a.kind == Activation::kPow    ? InferPowGrad
-                  : a.kind == Activation::kClip ? InferClipGrad
-                                                : InferActivationGrad);
+  g.Output(kDX, "Gradient of the loss with respect to X.").InferShape(GradShapeFn(a));
 
   fwd.Kernel(DeviceType::kCPU, DType::kFloat32, ActivationFactory<float>(a, false))
       .Kernel(DeviceType::kCPU, DType::kFloat64, ActivationFactory<double>(a, false));

@@ -15,8 +15,8 @@ inline constexpr InSlot kFactorTensor{1, "FactorTensor"};
 inline constexpr InSlot kMin{1, "Min"};
 inline constexpr InSlot kMax{2, "Max"};
 // Gradient ops: the first input is X or Out (GradReads), Out@GRAD is at DOutSlotIndex. Kernels
-// reach the first input by index (kGradA); shape functions, which resolve slots by name, try kGradX
-// and then kGradOut.
+// reach the first input by index (kGradA); shape functions, which compile-time contexts resolve by
+// name, use kGradX or kGradOut.
 inline constexpr InSlot kGradA{0, "X or Out"};
 inline constexpr InSlot kGradX{0, "X"};
 inline constexpr InSlot kGradOut{0, "Out"};

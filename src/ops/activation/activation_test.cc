@@ -320,3 +320,27 @@ TEST_CASE("activation grad ops bind PaddlePaddle's inputs") {
 
 }  // namespace
 }  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+TEST_CASE("activation grad ops reject an Out@GRAD shaped unlike their input") {
+  OpTest out_based("relu6_grad");
+  out_based.Input("Out", RandomTensor(DType::kFloat32, {2, 3}, 1))
+      .Input("Out@GRAD", RandomTensor(DType::kFloat32, {3, 2}, 2))
+      .Output("X@GRAD");
+  Status st = out_based.Compile();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "Out@GRAD has shape [3, 2] but Out has shape [2, 3]: they must match");
+  OpTest x_out_based("silu_grad");
+  x_out_based.Input("X", RandomTensor(DType::kFloat32, {4}, 1))
+      .Input("Out", RandomTensor(DType::kFloat32, {4}, 1))
+      .Input("Out@GRAD", RandomTensor(DType::kFloat32, {5}, 2))
+      .Output("X@GRAD");
+  st = x_out_based.Compile();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "Out@GRAD has shape [5] but X has shape [4]: they must match");
+}
+
+}  // namespace
+}  // namespace paddlec::testing

@@ -111,6 +111,11 @@ Status InferWhere(InferShapeContext& ctx) {
 }
 
 Status InferWhereGrad(InferShapeContext& ctx) {
+  auto s = BroadcastWhere(ctx.InputDims(kCondition), ctx.InputDims(kWhereX), ctx.InputDims(kWhereY));
+  if (!s.ok()) return ctx.Fail("{}", s.error().message());
+  const Dims dout = ctx.InputDims(kWhereDOut);
+  if (!DimsMatch(dout, s->out))  // the kernels walk Out@GRAD as Out
+    return ctx.Fail("Out@GRAD has shape {} but Out has shape {}: they must match", dout.ToString(), s->out.ToString());
   if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, ctx.InputDims(kWhereX), ctx.InputDType(kWhereDOut));
   if (ctx.HasOutput(kDY)) ctx.SetOutput(kDY, ctx.InputDims(kWhereY), ctx.InputDType(kWhereDOut));
   return Status::OK();

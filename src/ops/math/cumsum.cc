@@ -27,8 +27,13 @@ Status InferCumsum(InferShapeContext& ctx) {
   return Status::OK();
 }
 
+/// X@GRAD takes X's shape; Out@GRAD, scanned into it, must hold as many elements.
 Status InferCumsumGrad(InferShapeContext& ctx) {
-  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, ctx.InputDims(kGradX), ctx.InputDType(kGradDOut));
+  const Dims x = ctx.InputDims(kGradX), dout = ctx.InputDims(kGradDOut);
+  if (x.Numel() >= 0 && dout.Numel() >= 0 && x.Numel() != dout.Numel())
+    return ctx.Fail("Out@GRAD has shape {} but X has shape {}: they must hold as many elements", dout.ToString(),
+                    x.ToString());
+  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, x, ctx.InputDType(kGradDOut));
   return Status::OK();
 }
 

@@ -39,7 +39,12 @@ Status InferBroadcastGrad(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(RejectTensorAttr(ctx, kTile ? kGradRepeatTimes : kGradShape, kTile ? "repeat_times" : "shape"));
   PC_RETURN_IF_ERROR(RejectTensorAttr(ctx, kTile ? kGradRepeatTimesTensor : kGradExpandShapesTensor,
                                       kTile ? "repeat_times" : "shape"));
-  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, ctx.InputDims(kGradX), ctx.InputDType(kGradDOut));
+  const Dims x = ctx.InputDims(kGradX), dout = ctx.InputDims(kGradDOut);
+  auto v = ViewOf(x, AttrsOf<kTile>::Decode(ctx.attrs()));
+  if (!v.ok()) return ctx.Fail("{}", v.error().message());
+  if (!DimsMatch(dout, v->out))  // the kernels read Out@GRAD through Out's view
+    return ctx.Fail("Out@GRAD has shape {} but Out has shape {}: they must match", dout.ToString(), v->out.ToString());
+  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, x, ctx.InputDType(kGradDOut));
   return Status::OK();
 }
 

@@ -292,6 +292,33 @@ Status InferStackGrad(InferShapeContext& ctx) {
   return Status::OK();
 }
 
+/// X@GRAD[i] takes X[i]'s shape; Out@GRAD must be the concat of X's shapes, since the kernel cuts
+/// it into X's slices.
+Status InferConcatGrad(InferShapeContext& ctx) {
+  const int n = ctx.NumInputs(kXIn);
+  const Dims dout = ctx.InputDims(kDOut);
+  const int axis_attr = ctx.Attr<int>("axis");
+  const int axis = NormalizeAxis(axis_attr, dout.rank());
+  if (axis < 0)
+    return ctx.Fail("axis {} is out of range for Out@GRAD of shape {} (rank {})", axis_attr, dout.ToString(),
+                    dout.rank());
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    const Dims xi = ctx.InputDims(kXIn, i);
+    bool fits = xi.rank() == dout.rank();
+    for (int d = 0; fits && d < xi.rank(); ++d) fits = d == axis || DimMatch(xi[d], dout[d]);
+    if (!fits)
+      return ctx.Fail("Out@GRAD has shape {} but X[{}] has shape {}: they must match except along axis {}",
+                      dout.ToString(), i, xi.ToString(), axis);
+    total = DimAdd(total, xi[axis]);
+    ctx.SetOutput(kDX, i, xi, ctx.InputDType(kDOut));
+  }
+  if (total >= 0 && dout[axis] >= 0 && total != dout[axis])
+    return ctx.Fail("Out@GRAD has shape {} with {} entries along axis {}, but the X hold {}", dout.ToString(),
+                    dout[axis], axis, total);
+  return Status::OK();
+}
+
 /// split's gradient is the concat of the outputs' gradients along the same axis.
 Status SplitGradMaker(GradMakerContext& ctx) {
   std::vector<std::string> dx = ctx.InputGrad("X");
@@ -320,7 +347,8 @@ void RegisterConcatSplitOps(OpRegistry& r) {
       .Doc("Gradient of concat: slices Out@GRAD back into one gradient per X.")
       .Input(kXIn, "The forward inputs (their shapes place the slices; their data is not read).", kDuplicable)
       .Input(kDOut, "Gradient of the loss with respect to Out.")
-      .Output(kDX, "Gradients of the loss with respect to each X; @EMPTY@ entries are skipped.", kDuplicable);
+      .Output(kDX, "Gradients of the loss with respect to each X; @EMPTY@ entries are skipped.", kDuplicable)
+      .InferShape(InferConcatGrad);
   ForEachDType([&]<class T>() {
     concat.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(ConcatCpu));
     concat_grad.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(ConcatGradCpu));

@@ -391,3 +391,33 @@ TEST_CASE("stack gradient unstacks Y@GRAD") {
 
 }  // namespace
 }  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+TEST_CASE("concat_grad and stack_grad reject an Out@GRAD that does not fit the inputs") {
+  // The kernels cut Out@GRAD into the inputs' slices: a wrong shape must be an error, not a bad copy.
+  OpTest concat("concat_grad");
+  concat.Inputs("X", {RandomTensor(DType::kFloat32, {2, 3}, 1), RandomTensor(DType::kFloat32, {2, 4}, 2)})
+      .Input("Out@GRAD", RandomTensor(DType::kFloat32, {2, 9}, 3))
+      .Attr("axis", 1)
+      .Output("X@GRAD", 2);
+  CHECK(CompileError(concat) == "Out@GRAD has shape [2, 9] with 9 entries along axis 1, but the X hold 7");
+  OpTest inner("concat_grad");
+  inner.Inputs("X", {RandomTensor(DType::kFloat32, {2, 3}, 1), RandomTensor(DType::kFloat32, {2, 4}, 2)})
+      .Input("Out@GRAD", RandomTensor(DType::kFloat32, {3, 7}, 3))
+      .Attr("axis", 1)
+      .Output("X@GRAD", 2);
+  CHECK(CompileError(inner) ==
+        "Out@GRAD has shape [3, 7] but X[0] has shape [2, 3]: they must match except along axis 1");
+  OpTest ok("concat_grad");
+  ok.Inputs("X", {RandomTensor(DType::kFloat32, {2, 3}, 1), RandomTensor(DType::kFloat32, {2, 4}, 2)})
+      .Input("Out@GRAD", RandomTensor(DType::kFloat32, {2, 7}, 3))
+      .Attr("axis", 1)
+      .Output("X@GRAD", 2);
+  REQUIRE_OK(ok.Run());
+  CHECK(ok.Out("X@GRAD", 1).dims() == Dims{2, 4});
+}
+
+}  // namespace
+}  // namespace paddlec::testing

@@ -31,10 +31,22 @@ Status InferSlice(InferShapeContext& ctx) {
   return Status::OK();
 }
 
+/// Out@GRAD must have Out's shape: the kernels write it into the box element by element.
+Status CheckDOut(InferShapeContext& ctx, InSlot dout_slot, const Dims& out) {
+  const Dims dout = ctx.InputDims(dout_slot);
+  if (!DimsMatch(dout, out))
+    return ctx.Fail("Out@GRAD has shape {} but Out has shape {}: they must match", dout.ToString(), out.ToString());
+  return Status::OK();
+}
+
 Status InferSliceGrad(InferShapeContext& ctx) {
   for (InSlot s : {kGradStartsTensor, kGradStartsTensorList}) PC_RETURN_IF_ERROR(RejectTensorInput(ctx, s, "starts"));
   for (InSlot s : {kGradEndsTensor, kGradEndsTensorList}) PC_RETURN_IF_ERROR(RejectTensorInput(ctx, s, "ends"));
-  if (ctx.HasOutput(kDInput)) ctx.SetOutput(kDInput, ctx.InputDims(kGradInput), ctx.InputDType(kGradDOut));
+  const Dims in = ctx.InputDims(kGradInput);
+  auto box = MakeSliceBox(in, SliceAttrs::Decode(ctx.attrs()));
+  if (!box.ok()) return ctx.Fail("{}", box.error().message());
+  PC_RETURN_IF_ERROR(CheckDOut(ctx, kGradDOut, box->out));
+  if (ctx.HasOutput(kDInput)) ctx.SetOutput(kDInput, in, ctx.InputDType(kGradDOut));
   return Status::OK();
 }
 
@@ -137,7 +149,19 @@ Status InferGather(InferShapeContext& ctx) {
 
 Status InferGatherGrad(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(RejectTensorInput(ctx, kGradAxis, "axis"));
-  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, ctx.InputDims(kGradX), ctx.InputDType(kGatherDOut));
+  const Dims x = ctx.InputDims(kGradX), index = ctx.InputDims(kGradIndex);
+  const int axis_attr = ctx.Attr<int>("axis");
+  const int axis = NormalizeAxis(axis_attr, x.rank());
+  if (x.rank() == 0 || axis < 0 || index.rank() > 2)
+    return ctx.Fail("axis {} and Index of shape {} do not fit X of shape {}", axis_attr, index.ToString(),
+                    x.ToString());
+  Dims out = x;
+  if (index.rank() == 0)
+    out.erase(axis);
+  else
+    out[axis] = index[0];
+  PC_RETURN_IF_ERROR(CheckDOut(ctx, kGatherDOut, out));
+  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, x, ctx.InputDType(kGatherDOut));
   return Status::OK();
 }
 

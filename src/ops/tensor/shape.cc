@@ -49,13 +49,23 @@ Status SetOutAndXShape(InferShapeContext& ctx, const Dims& x, const Dims& out) {
   return Status::OK();
 }
 
+/// X@GRAD gets X's dims; Out@GRAD, whose elements the gradient kernels move into it, must hold as
+/// many (when both are known).
+Status SetGradLikeX(InferShapeContext& ctx, const Dims& x) {
+  const Dims dout = ctx.InputDims(kDOut);
+  if (dout.Numel() >= 0 && x.Numel() >= 0 && dout.Numel() != x.Numel())
+    return ctx.Fail("Out@GRAD has shape {} ({} elements) but X has shape {} ({} elements)", dout.ToString(),
+                    dout.Numel(), x.ToString(), x.Numel());
+  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, x, ctx.InputDType(kDOut));
+  return Status::OK();
+}
+
 /// X@GRAD takes the shape recorded in XShape and the dtype of Out@GRAD.
 Status InferGradFromXShape(InferShapeContext& ctx) {
   Dims xshape = ctx.InputDims(kXShapeIn);
   if (xshape.rank() < 1 || xshape[0] != 0)
     return ctx.Fail("XShape has shape {}, which is not an XShape ([0] followed by X's dims)", xshape.ToString());
-  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, DimsFromXShape(xshape), ctx.InputDType(kDOut));
-  return Status::OK();
+  return SetGradLikeX(ctx, DimsFromXShape(xshape));
 }
 
 /// The default gradient, after checking the forward op kept the XShape its gradient reads.
@@ -240,8 +250,7 @@ Status InferGradFromXShapeOrX(InferShapeContext& ctx) {
   if (ctx.HasInput(kXShapeIn)) return InferGradFromXShape(ctx);
   if (!ctx.HasInput(kXForGrad))
     return ctx.Fail("neither XShape nor X is bound: the gradient needs one of them for X's shape");
-  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, ctx.InputDims(kXForGrad), ctx.InputDType(kDOut));
-  return Status::OK();
+  return SetGradLikeX(ctx, ctx.InputDims(kXForGrad));
 }
 
 /// The default gradient, reading XShape when the forward op wrote one and X otherwise.

@@ -471,3 +471,21 @@ TEST_CASE("shape returns int32 dims without reading the data") {
 
 }  // namespace
 }  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+TEST_CASE("the copy gradients reject an Out@GRAD with another element count") {
+  for (const char* op : {"reshape2_grad", "squeeze2_grad", "transpose2_grad"}) {
+    CAPTURE(op);
+    OpTest t(op);
+    t.Input("XShape", MakeTensor<float>({0, 2, 3}, {}))
+        .Input("Out@GRAD", RandomTensor(DType::kFloat32, {7}, 1))
+        .Output("X@GRAD");
+    if (std::string(op) == "transpose2_grad") t.Attr("axis", std::vector<int>{1, 0});
+    CHECK(CompileError(t) == "Out@GRAD has shape [7] (7 elements) but X has shape [2, 3] (6 elements)");
+  }
+}
+
+}  // namespace
+}  // namespace paddlec::testing
