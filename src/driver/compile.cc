@@ -15,8 +15,24 @@
 
 namespace paddlec::driver {
 
-std::string CompilePipeline(const CompileOptions& o) {
-  if (!o.train) return o.inference ? kInferencePipeline : o.passes;
+std::string OptimizationPasses(int level, bool inference) {
+  std::string p;
+  if (level >= 1)
+    p += inference ? ",fold,fuse-conv-bn-act,fuse-conv-bias-act,fuse-conv-pool,fuse-fc,fuse-elementwise,dce"
+                   : ",fold,fuse-conv-bias-act,fuse-fc,fuse-elementwise,dce";
+  if (level >= 2) p += ",plan-memory";
+  return p;
+}
+
+namespace {
+
+/// The pipeline of the options before -O's passes.
+std::string BasePipeline(const CompileOptions& o) {
+  if (!o.train) {
+    if (!o.inference) return o.passes;
+    // kInferencePipeline is -O1's inference pipeline; -O levels rebuild it from its parts.
+    return o.opt_level < 0 ? kInferencePipeline : "validate,infer-shape,for-test,init-params";
+  }
   std::string no_grad;
   for (const auto& v : o.no_grad) no_grad += (no_grad.empty() ? "" : ";") + v;
   std::string backward = "backward";
@@ -35,6 +51,13 @@ std::string CompilePipeline(const CompileOptions& o) {
   if (o.clip_norm > 0) opt += fmt::format(",clip_norm={}", o.clip_norm);
   opt += "}";
   return "validate,infer-shape," + backward + "," + opt + ",init-params";
+}
+
+}  // namespace
+
+std::string CompilePipeline(const CompileOptions& o) {
+  std::string base = BasePipeline(o);
+  return o.opt_level < 0 ? base : base + OptimizationPasses(o.opt_level, o.inference && !o.train);
 }
 
 Status RunCompile(const CompileOptions& options, std::ostream& out) {

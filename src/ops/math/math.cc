@@ -19,6 +19,8 @@ void RegisterCosSimOps(OpRegistry& r);
 void RegisterExpandOps(OpRegistry& r);
 void RegisterCumsumOps(OpRegistry& r);
 void RegisterCompareOps(OpRegistry& r);
+void RegisterFcOps(OpRegistry& r);
+void RegisterFusedElementwiseOps(OpRegistry& r);
 
 namespace {
 
@@ -273,6 +275,8 @@ void RegisterMathOps(OpRegistry& r) {
   RegisterExpandOps(r);
   RegisterCumsumOps(r);
   RegisterCompareOps(r);
+  RegisterFcOps(r);
+  RegisterFusedElementwiseOps(r);
 }
 
 }  // namespace paddlec::ops
