@@ -78,6 +78,17 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
     out_format = ir::FormatFromPath(options.output).value_or(ir::Format::kBinary);
   }
 
+  // A bare ProgramDesc is for PaddlePaddle, which has no fused_conv2d_bn_act and would not know
+  // the variables -O2 renamed: optimized programs stay paddlec's own.
+  const bool for_paddle =
+      options.emit.empty() ? FileExtension(options.output) == ".pdmodel" : options.emit == "program";
+  if (for_paddle && options.opt_level > 0)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "-O{} writes paddlec's fused ops and shared buffers, which PaddlePaddle cannot run, so it "
+                     "cannot be combined with a .pdmodel (--emit=program) output",
+                     options.opt_level)
+        .Note("compile for PaddlePaddle without -O; -O is for paddlec's own outputs (.pb, .pbtxt, .json) and runs");
+
   passes::PassManagerOptions pm_options;
   pm_options.verify_each = options.verify_each;
   pm_options.print_ir_before = options.print_ir_before;

@@ -108,10 +108,14 @@ class DcePass final : public Pass {
       // Variables no op names any more.
       for (int b = 0; b < p.num_blocks(); ++b) {
         auto* vars = p.block(b).desc().mutable_vars();
+        const int before = vars->size();
         for (int i = vars->size() - 1; i >= 0; --i) {
           const pb::VarDesc& v = vars->Get(i);
           if (v.persistable() || named.count(v.name()) || keep.count(v.name())) continue;
           vars->DeleteSubrange(i, 1);
+        }
+        if (vars->size() != before) {
+          p.block(b).RebuildIndex();  // the name index holds positions
           changed = true;
         }
       }

@@ -10,6 +10,7 @@
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
+#include "paddlec/passes/signature.h"
 #include "testing/op_tester.h"
 #include "testing/program_runner.h"
 
@@ -119,6 +120,14 @@ std::unique_ptr<ir::Module> Compile(const std::string& config, bool train, bool 
   PassContext ctx{ops::GlobalOpRegistry()};
   Status st = pm.Run(**m, ctx);
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().Render()));
+  // Every name resolves to its own declaration (passes that delete declarations rebuild the index),
+  // and the program's interface is what it was: the feeds are the data inputs, not a parameter.
+  ir::Block& block = (*m)->main().global_block();
+  for (const auto& v : block.desc().vars()) CHECK(block.FindVar(v.name())->name() == v.name());
+  ComputeSignature(**m);
+  std::set<std::string> feeds;
+  for (const auto& f : (*m)->compiled().feed_targets()) feeds.insert(f.name());
+  CHECK(feeds == std::set<std::string>{"img", "label"});
   return std::move(m).value();
 }
 

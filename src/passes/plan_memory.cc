@@ -176,6 +176,7 @@ class PlanMemoryPass final : public Pass {
     auto* vars = block.desc().mutable_vars();
     for (int i = vars->size() - 1; i >= 0; --i)
       if (rename.count(vars->Get(i).name())) vars->DeleteSubrange(i, 1);
+    block.RebuildIndex();  // the name index holds positions
     return true;
   }
 };
