@@ -26,6 +26,9 @@ struct SessionOptions {
   /// For training: compile with this pipeline when the program has no gradients yet (the loss
   /// option of its backward pass is filled in by GuessLoss when empty).
   const struct CompileOptions* train = nullptr;
+  /// Variables the caller will fetch: no pass (-O2's plan-memory and layout) renames, reuses or
+  /// re-lays them out (PassContext::kept).
+  std::vector<std::string> fetches;
 };
 
 /// The loss when none is named: the one scalar float output of the global block that no op reads.
