@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # paddlec's benchmarks (never part of the tests). Prints median timings; quote them, not single runs.
-#   scripts/bench.sh [--device=cpu|gpu] [--quick]
-# Needs a Release build in build/ (scripts/setup.sh) and hyperfine (installed by setup.sh).
+#   scripts/bench.sh [--device=cpu|gpu] [--quick] [--no-paddle]
+# Needs a Release build in build/ (scripts/setup.sh) and hyperfine (installed by setup.sh). On the CPU
+# the single-op cases (depthwise_conv2d, LSTM) are also timed with PaddlePaddle's CPU wheel, installed
+# with pip into .bench-venv on first use (a benchmark-only environment: no test needs it);
+# --no-paddle skips that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${PADDLEC_BUILD_DIR:-build}"
 DEVICE=cpu
 MIN_TIME=2
+PADDLE=1
+PADDLE_VERSION=3.3.1
 for arg in "$@"; do
   case "$arg" in
     --device=*) DEVICE="${arg#--device=}" ;;
     --quick) MIN_TIME=0.5 ;;
+    --no-paddle) PADDLE=0 ;;
     *) echo "error: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +66,38 @@ if [ "$DEVICE" != cpu ]; then
     done
   else
     echo "(no torch on this machine: no comparison)"
+  fi
+fi
+
+# Single ops of the model zoo, with PaddlePaddle's own time for the same shapes (same threads).
+DEPTHWISE_CASES=("--channels 256 --size 28 --stride 1" "--channels 32 --size 112 --stride 1")
+LSTM_CASES=("--seq 1 --input 256 --hidden 256" "--seq 32 --input 128 --hidden 256" "--seq 32 --input 128 --hidden 256 --layers 2")
+echo "== depthwise_conv2d (MobileNet-style 3x3 layer) and LSTM (rnn op, inference)"
+for c in "${DEPTHWISE_CASES[@]}"; do
+  for bs in 1 64; do "$B" depthwise $c --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
+done
+for c in "${LSTM_CASES[@]}"; do
+  for bs in 1 64; do "$B" lstm $c --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
+done
+if [ "$DEVICE" = cpu ] && [ "$PADDLE" = 1 ]; then
+  PY=.bench-venv/bin/python
+  if ! "$PY" -c "import paddle" 2>/dev/null; then
+    echo "(creating .bench-venv with paddlepaddle==$PADDLE_VERSION from PyPI for the comparison)"
+    python3 -m venv .bench-venv && .bench-venv/bin/pip install -q --disable-pip-version-check \
+      "paddlepaddle==$PADDLE_VERSION" >/dev/null || echo "(pip failed: no PaddlePaddle comparison)"
+  fi
+  if "$PY" -c "import paddle" 2>/dev/null; then
+    echo "== PaddlePaddle $("$PY" -c 'import paddle; print(paddle.__version__)') (CPU, eager, no_grad), same shapes and $(nproc) threads"
+    for c in "${DEPTHWISE_CASES[@]}"; do
+      for bs in 1 64; do
+        OMP_NUM_THREADS=$(nproc) "$PY" scripts/bench_paddle.py depthwise $c --batch "$bs" --min-time "$MIN_TIME" 2>/dev/null
+      done
+    done
+    for c in "${LSTM_CASES[@]}"; do
+      for bs in 1 64; do
+        OMP_NUM_THREADS=$(nproc) "$PY" scripts/bench_paddle.py lstm $c --batch "$bs" --min-time "$MIN_TIME" 2>/dev/null
+      done
+    done
   fi
 fi
 
