@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libcli11-dev libeigen3-dev libspdlog-dev libfmt-dev doctest-dev
-  libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
+  libdnnl-dev ocl-icd-opencl-dev zlib1g-dev nlohmann-json3-dev
   python3 python3-numpy python3-protobuf python3-venv python3-dev pybind11-dev
   dataset-fashion-mnist hyperfine
 )

@@ -57,6 +57,7 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
 
   passes::PassManagerOptions pm_options;
   pm_options.verify_each = options.verify_each;
+  pm_options.print_ir_before = options.print_ir_before;
   pm_options.print_ir_after = options.print_ir_after;
   pm_options.stop_after = options.stop_after;
   passes::PassManager pm(pm_options);

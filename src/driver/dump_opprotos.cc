@@ -3,6 +3,7 @@
 
 #include "paddlec.pb.h"
 #include "paddlec/driver/driver.h"
+#include "paddlec/ir/pir_json.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 
@@ -112,6 +113,16 @@ std::string Markdown(const paddlec::proto::OpRegistryDump& dump) {
   return md;
 }
 
+/// The PaddlePaddle interop table: every op the PIR translator maps, the legacy op it becomes
+/// (paddlec's ops carry PaddlePaddle's legacy names) and whether it is registered here.
+std::string InteropMarkdown(const ops::OpRegistry& registry) {
+  std::string md = "| paddlec op | PaddlePaddle legacy op | PaddlePaddle 3 PIR op | supported |\n|---|---|---|---|\n";
+  for (const auto& m : ir::PirOpMappings())
+    md += fmt::format("| `{}` | `{}` | `{}` | {} |\n", m.legacy_type, m.legacy_type, m.pir_name,
+                      registry.Find(m.legacy_type) != nullptr ? "yes" : "no");
+  return md;
+}
+
 }  // namespace
 
 Status RunDumpOpProtos(const DumpOpProtosOptions& options, std::ostream& out) {
@@ -138,9 +149,13 @@ Status RunDumpOpProtos(const DumpOpProtosOptions& options, std::ostream& out) {
     out << Markdown(dump);
     return Status::OK();
   }
+  if (options.format == "paddle-md") {
+    out << InteropMarkdown(registry);
+    return Status::OK();
+  }
   if (options.format != "json" && options.format != "text")
     return MakeError(ErrorCode::kInvalidArgument, "unknown format '{}'", options.format)
-        .Note("expected one of: json, text, md");
+        .Note("expected one of: json, text, md, paddle-md");
   PC_ASSIGN_OR_RETURN(std::string s,
                       ir::Serialize(dump, options.format == "json" ? ir::Format::kJson : ir::Format::kText));
   out << s;

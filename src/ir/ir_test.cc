@@ -267,5 +267,108 @@ TEST_CASE("Printers list shapes and ops") {
   CHECK(ops.find("     1  relu(X=y) -> (Out=z)") != std::string::npos);
 }
 
+TEST_CASE("The listing: one line per block, var and op, attributes sorted, bookkeeping left out") {
+  auto m = MustParse(R"pb(
+    main_program {
+      blocks {
+        idx: 0
+        parent_idx: -1
+        vars {
+          name: "feed"
+          type { type: FEED_MINIBATCH }
+          persistable: true
+        }
+        vars {
+          name: "x"
+          type {
+            type: LOD_TENSOR
+            lod_tensor {
+              tensor { data_type: FP32 dims: -1 dims: 4 }
+              lod_level: 1
+            }
+          }
+          need_check_feed: true
+        }
+        vars {
+          name: "w"
+          type {
+            type: LOD_TENSOR
+            lod_tensor { tensor { data_type: FP32 dims: 4 } }
+          }
+          persistable: true
+          is_parameter: true
+          stop_gradient: true
+          attrs { name: "regularizer" type: STRING s: "l2:0.5" }
+          attrs { name: "initializer" type: STRING s: "constant:1" }
+        }
+        vars {
+          name: "rows"
+          type {
+            type: SELECTED_ROWS
+            selected_rows { data_type: INT64 dims: 3 }
+          }
+        }
+        vars {
+          name: "arr"
+          type {
+            type: LOD_TENSOR_ARRAY
+            tensor_array { tensor { data_type: FP64 } }
+          }
+        }
+        ops {
+          type: "custom"
+          inputs { parameter: "X" arguments: "x" arguments: "w" }
+          inputs { parameter: "Empty" }
+          outputs { parameter: "Out" arguments: "y" }
+          attrs { name: "op_callstack" type: STRINGS strings: "model.py:3" }
+          attrs { name: "z_ints" type: INTS ints: 1 ints: -2 }
+          attrs { name: "op_role" type: INT i: 257 }
+          attrs { name: "name" type: STRING s: "say \"hi\"\n" }
+          attrs { name: "f" type: FLOAT f: 0.1 }
+          attrs { name: "d" type: FLOAT64 float64: 1e-300 }
+          attrs { name: "flags" type: BOOLEANS bools: true bools: false }
+          attrs { name: "sub_block" type: BLOCK block_idx: 1 }
+          attrs { name: "op_namescope" type: STRING s: "/fc/" }
+          attrs { name: "op_device" type: STRING s: "gpu" }
+          attrs { name: "l" type: LONG l: 8589934592 }
+          attrs { name: "strs" type: STRINGS strings: "a" strings: "b" }
+          attrs { name: "v" type: VARS vars_name: "x" vars_name: "w" }
+          attrs {
+            name: "s"
+            type: SCALAR
+            scalar { type: FLOAT64 r: 2.5 }
+          }
+          is_target: true
+        }
+      }
+      blocks {
+        idx: 1
+        parent_idx: 0
+        forward_block_idx: 0
+        ops {
+          type: "relu"
+          inputs { parameter: "X" arguments: "x" }
+          outputs { parameter: "Out" arguments: "z" }
+          attrs { name: "op_role" type: INT i: 18 }
+        }
+      }
+    }
+    startup_program { blocks { idx: 0 parent_idx: -1 } }
+  )pb");
+  CHECK(FormatListing(*m) ==
+        "main block 0: 5 vars, 1 op\n"
+        "  var feed: FEED_MINIBATCH persistable\n"
+        "  var x: float32[-1, 4] lod_level=1 data\n"
+        "  var w: float32[4] persistable parameter stop_gradient {initializer=\"constant:1\", regularizer=\"l2:0.5\"}\n"
+        "  var rows: selected_rows int64[3]\n"
+        "  var arr: tensor_array float64[]\n"
+        "  op 0: custom(X=[x, w], Empty=[]) -> (Out=y) target {d=1e-300, f=0.1, flags=[true, false], l=8589934592, "
+        "name=\"say \\\"hi\\\"\\n\", op_role=backward|loss, s=2.5, strs=[\"a\", \"b\"], sub_block=<block 1>, v=[x, w], "
+        "z_ints=[1, -2]}\n"
+        "main block 1: parent 0, forward block 0, 0 vars, 1 op\n"
+        "  op 0: relu(X=x) -> (Out=z) {op_role=optimize|lrsched}\n"
+        "startup block 0: 0 vars, 0 ops\n");
+}
+
 }  // namespace
 }  // namespace paddlec::ir

@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "paddlec/core/file.h"
+#include "paddlec/ir/pir_json.h"
 
 namespace paddlec::ir {
 namespace {
@@ -238,7 +239,9 @@ StatusOr<std::unique_ptr<Module>> ParseModule(std::string_view bytes, Format for
       }
       break;
     case Format::kJson:
-      if (LooksCompiled(bytes, format)) {
+      if (LooksLikePirJson(bytes)) {
+        PC_ASSIGN_OR_RETURN(*compiled.mutable_main_program(), TranslatePirJson(bytes, name));
+      } else if (LooksCompiled(bytes, format)) {
         PC_RETURN_IF_ERROR(ParseJson(bytes, &compiled, name));
         is_compiled = true;
       } else {
@@ -275,7 +278,13 @@ StatusOr<pb::ProgramDesc> LoadProgramDesc(const std::string& path, std::optional
   switch (f) {
     case Format::kText: PC_RETURN_IF_ERROR(ParseText(bytes, &desc, path, &text)); break;
     case Format::kBinary: PC_RETURN_IF_ERROR(ParseBinary(bytes, &desc, path)); break;
-    case Format::kJson: PC_RETURN_IF_ERROR(ParseJson(bytes, &desc, path)); break;
+    case Format::kJson:
+      if (LooksLikePirJson(bytes)) {
+        PC_ASSIGN_OR_RETURN(desc, TranslatePirJson(bytes, path));
+      } else {
+        PC_RETURN_IF_ERROR(ParseJson(bytes, &desc, path));
+      }
+      break;
   }
   return desc;
 }

@@ -80,6 +80,47 @@ size_t ListSize(const OpDesc::Attr& a) {
   }
 }
 
+/// `attr` stored as the compatible type `want` (INT <-> LONG, INTS <-> LONGS, FLOAT <-> FLOAT64 and
+/// their lists); an error when a value does not fit.
+StatusOr<OpDesc::Attr> ConvertAttrType(const OpDesc::Attr& a, ir::pb::AttrType want) {
+  switch (want) {
+    case ir::pb::INT: {
+      PC_ASSIGN_OR_RETURN(int v, AttrAs<int>(a));
+      return MakeAttr(a.name(), v);
+    }
+    case ir::pb::LONG: {
+      PC_ASSIGN_OR_RETURN(int64_t v, AttrAs<int64_t>(a));
+      return MakeAttr(a.name(), v);
+    }
+    case ir::pb::FLOAT: {
+      PC_ASSIGN_OR_RETURN(float v, AttrAs<float>(a));
+      return MakeAttr(a.name(), v);
+    }
+    case ir::pb::FLOAT64: {
+      PC_ASSIGN_OR_RETURN(double v, AttrAs<double>(a));
+      return MakeAttr(a.name(), v);
+    }
+    case ir::pb::INTS: {
+      PC_ASSIGN_OR_RETURN(std::vector<int> v, AttrAs<std::vector<int>>(a));
+      return MakeAttr(a.name(), v);
+    }
+    case ir::pb::LONGS: {
+      PC_ASSIGN_OR_RETURN(std::vector<int64_t> v, AttrAs<std::vector<int64_t>>(a));
+      return MakeAttr(a.name(), v);
+    }
+    case ir::pb::FLOATS: {
+      PC_ASSIGN_OR_RETURN(std::vector<float> v, AttrAs<std::vector<float>>(a));
+      return MakeAttr(a.name(), v);
+    }
+    case ir::pb::FLOAT64S: {
+      PC_ASSIGN_OR_RETURN(std::vector<double> v, AttrAs<std::vector<double>>(a));
+      return MakeAttr(a.name(), v);
+    }
+    default:
+      return a;
+  }
+}
+
 void CheckAttrValue(ir::Op op, int attr_index, const OpDesc::Attr& a, const OpProto::Attr& spec,
                     std::vector<Error>& errors) {
   auto err = [&](std::string msg) {
@@ -90,12 +131,18 @@ void CheckAttrValue(ir::Op op, int attr_index, const OpDesc::Attr& a, const OpPr
                     ir::AttrTypeName(spec.type())));
     return;
   }
+  // A FLOAT attribute is compared in float: PaddlePaddle stores epsilon = 1e-3 as the float
+  // 0.0010000000474974513, which must pass a [0, 0.001] range as it does in PaddlePaddle.
+  bool in_float = spec.type() == ir::pb::FLOAT || spec.type() == ir::pb::FLOATS;
+  auto below = [&](double v, double bound) {
+    return in_float ? static_cast<float>(v) < static_cast<float>(bound) : v < bound;
+  };
   for (double v : NumericValues(a)) {
     if (std::isnan(v) && (spec.has_min() || spec.has_max())) {
       err(fmt::format("attribute '{}' is NaN", a.name()));
       return;
     }
-    if ((spec.has_min() && v < spec.min()) || (spec.has_max() && v > spec.max())) {
+    if ((spec.has_min() && below(v, spec.min())) || (spec.has_max() && below(spec.max(), v))) {
       std::string range = spec.has_min() && spec.has_max()
                               ? fmt::format("[{}, {}]", FormatNumber(spec.min()), FormatNumber(spec.max()))
                           : spec.has_min() ? fmt::format(">= {}", FormatNumber(spec.min()))
@@ -265,7 +312,17 @@ void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options,
       continue;
     }
     if (a.type() == ir::pb::BLOCK || a.type() == ir::pb::BLOCKS) CheckSubBlocks(op, i, a, errors);
+    size_t before = errors.size();
     CheckAttrValue(op, i, a, *spec, errors);
+    // Store the declared width (INTS for LONGS, FLOAT for FLOAT64, ...): what PaddlePaddle's op
+    // reads with Attr<T>, so the programs paddlec writes load there.
+    if (errors.size() == before && a.type() != spec->type()) {
+      auto converted = ConvertAttrType(a, spec->type());
+      if (!converted.ok())
+        errors.push_back(std::move(converted).status().TakeError().At(op.AttrLocation(i)));
+      else if (options.fix)
+        *op.desc().mutable_attrs(i) = std::move(converted).value();
+    }
   }
   for (const auto& spec : info->proto().attrs()) {
     if (seen.count(spec.name())) continue;
@@ -368,7 +425,7 @@ bool BothScalars(const Dims& a, const Dims& b) { return a.Numel() == 1 && b.Nume
 
 }  // namespace
 
-Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry) {
+Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry, bool* changed) {
   const OpInfo* info = registry.Find(op.type());
   if (info == nullptr) return MakeError(ErrorCode::kValidation, "unknown op type '{}'", op.type()).At(op.Location());
   if (info->infer_shape() == nullptr) return Status::OK();
@@ -400,6 +457,10 @@ Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry) {
               .At(loc);
         for (int d = 0; d < merged.rank(); ++d) merged[d] = DimMerge(p.dims[d], (*declared)[d]);
       }
+    }
+    if (changed != nullptr && !*changed) {
+      auto now = ir::VarDims(*v);
+      *changed = ir::TensorDescOf(*v) == nullptr || ir::VarDType(*v) != p.dtype || !now.ok() || !(*now == merged);
     }
     ir::SetVarShape(v, merged, p.dtype);
   }

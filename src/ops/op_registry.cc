@@ -273,6 +273,9 @@ OpRegistry::OpRegistry() {
   common(MakeAttr("use_cudnn", false), "PaddlePaddle backend hint; ignored.");
   common(MakeAttr("mkldnn_data_type", std::string("float32")), "PaddlePaddle backend hint; ignored.");
   common(MakeAttr("use_quantizer", false), "PaddlePaddle backend hint; ignored.");
+  // Paddle 3's names for use_mkldnn / mkldnn_data_type, written on every op of a legacy program.
+  common(MakeAttr("use_onednn", false), "PaddlePaddle backend hint (oneDNN kernels); ignored.");
+  common(MakeAttr("onednn_data_type", std::string()), "PaddlePaddle backend hint (oneDNN precision); ignored.");
 }
 
 OpRegistry::~OpRegistry() = default;

@@ -6,11 +6,13 @@ namespace paddlec::ops {
 #define PADDLEC_OP_FAMILY(Family) void Register##Family##Ops(OpRegistry& registry);
 #include "ops.def"
 #undef PADDLEC_OP_FAMILY
+void RegisterPaddleExtraAttrs(OpRegistry& registry);  // paddle_extras.cc
 
 void RegisterAllOps(OpRegistry& registry) {
 #define PADDLEC_OP_FAMILY(Family) Register##Family##Ops(registry);
 #include "ops.def"
 #undef PADDLEC_OP_FAMILY
+  RegisterPaddleExtraAttrs(registry);
 }
 
 static OpRegistry& Instance() {

@@ -19,20 +19,23 @@ class InferShapePass final : public Pass {
   std::string_view Summary() const override { return "infer the dims and dtype of every op output"; }
 
   StatusOr<bool> Run(ir::Module& module, PassContext& ctx) override {
+    changed_ = false;
     for (ir::Program* p : {&module.startup(), &module.main()}) {
       std::vector<bool> visited(p->num_blocks(), false);
       for (int b = 0; b < p->num_blocks(); ++b)
         if (!visited[b]) PC_RETURN_IF_ERROR(InferBlock(*p, b, visited, ctx));
     }
-    return true;
+    return changed_;
   }
 
  private:
+  bool changed_ = false;  // some output's declaration changed (the pass manager reports it)
+
   Status InferBlock(ir::Program& p, int b, std::vector<bool>& visited, PassContext& ctx) {
     visited[b] = true;
     ir::Block& block = p.block(b);
     for (int i = 0; i < block.num_ops(); ++i) {
-      PC_RETURN_IF_ERROR(ops::InferShapeAtCompileTime(block.op(i), ctx.registry));
+      PC_RETURN_IF_ERROR(ops::InferShapeAtCompileTime(block.op(i), ctx.registry, &changed_));
       for (const auto& a : block.desc().ops(i).attrs()) {
         std::vector<int> subs;
         if (a.type() == ir::pb::BLOCK) subs.push_back(a.block_idx());

@@ -4,11 +4,12 @@
 #include <google/protobuf/text_format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
 #include "paddlec/core/file.h"
-#include "paddlec/ir/serialize.h"
+#include "paddlec/ir/printer.h"
 #include "paddlec/ops/op_checker.h"
 
 namespace paddlec::passes {
@@ -116,6 +117,14 @@ Status VerifyModule(ir::Module& module, const ops::OpRegistry& registry) {
   return ops::ToStatus(std::move(errors));
 }
 
+namespace {
+
+bool Named(const std::vector<std::string>& names, std::string_view pass) {
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n == "all" || n == pass; });
+}
+
+}  // namespace
+
 Status PassManager::Run(ir::Module& module, PassContext& ctx) {
   std::ostream& ir_out = options_.ir_stream ? *options_.ir_stream : std::cerr;
   for (size_t i = 0; i < passes_.size(); ++i) {
@@ -124,6 +133,8 @@ Status PassManager::Run(ir::Module& module, PassContext& ctx) {
       break;
     }
     Entry& e = passes_[i];
+    if (Named(options_.print_ir_before, e.pass->Name()))
+      ir_out << "# ----- IR before " << e.pass->Name() << " -----\n" << ir::FormatListing(module);
     auto start = std::chrono::steady_clock::now();
     StatusOr<bool> changed = e.pass->Run(module, ctx);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -142,12 +153,9 @@ Status PassManager::Run(ir::Module& module, PassContext& ctx) {
         return err;
       }
     }
-    bool print = false;
-    for (const auto& n : options_.print_ir_after) print |= (n == "all" || n == e.pass->Name());
-    if (print) {
-      PC_ASSIGN_OR_RETURN(std::string text, ir::Serialize(module.compiled(), ir::Format::kText));
-      ir_out << "# ----- IR after " << e.pass->Name() << " -----\n" << text;
-    }
+    if (Named(options_.print_ir_after, e.pass->Name()))
+      ir_out << "# ----- IR after " << e.pass->Name() << (*changed ? "" : " (unchanged)") << " -----\n"
+             << ir::FormatListing(module);
   }
   return Status::OK();
 }

@@ -90,17 +90,40 @@ TEST_CASE("Passes run in order, are recorded, and --stop-after bisects") {
   CHECK(ir::TensorDescOf(*m2->main().global_block().FindVar("y"))->dims_size() == 0);  // not inferred
 }
 
-TEST_CASE("--print-ir-after prints the module after the named pass") {
+TEST_CASE("--print-ir-before/after print the listing around the named pass") {
   auto m = Parse();
   std::ostringstream ir;
-  PassManager pm({.print_ir_after = {"validate"}, .ir_stream = &ir});
-  REQUIRE(pm.AddPipeline("validate,infer-shape").ok());
+  PassManager pm({.print_ir_after = {"validate"}, .print_ir_before = {"validate"}, .ir_stream = &ir});
+  REQUIRE(pm.AddPipeline("validate,infer-shape,infer-shape").ok());
   PassContext ctx{ops::GlobalOpRegistry()};
   REQUIRE(pm.Run(*m, ctx).ok());
-  std::string s = ir.str();
-  CHECK(s.starts_with("# ----- IR after validate -----\n"));
-  CHECK(s.find("IR after infer-shape") == std::string::npos);
-  CHECK(s.find("name: \"axis\"") != std::string::npos);  // the default validate filled in
+  CHECK(ir.str() ==
+        "# ----- IR before validate -----\n"
+        "main block 0: 1 var, 1 op\n"
+        "  var x: float32[-1, 4]\n"
+        "  op 0: softmax(X=x) -> (Out=y)\n"
+        "startup block 0: 0 vars, 0 ops\n"
+        "# ----- IR after validate -----\n"
+        "main block 0: 2 vars, 1 op\n"
+        "  var x: float32[-1, 4]\n"
+        "  var y: float32[]\n"
+        "  op 0: softmax(X=x) -> (Out=y) {axis=-1, data_format=\"AnyLayout\", is_test=false}\n"  // the defaults validate filled in
+        "startup block 0: 0 vars, 0 ops\n");
+
+  // "all" prints after every pass and says which ones changed nothing.
+  auto m2 = Parse();
+  std::ostringstream all;
+  PassManager pm2({.print_ir_after = {"all"}, .ir_stream = &all});
+  REQUIRE(pm2.AddPipeline("validate,infer-shape,infer-shape").ok());
+  REQUIRE(pm2.Run(*m2, ctx).ok());
+  std::string s = all.str();
+  CHECK(s.find("# ----- IR after validate -----\n") != std::string::npos);
+  CHECK(s.find("# ----- IR after infer-shape -----\n") != std::string::npos);
+  CHECK(s.find("  var y: float32[-1, 4]\n") != std::string::npos);
+  CHECK(s.find("# ----- IR after infer-shape (unchanged) -----\n") != std::string::npos);  // the second one
+  CHECK(s.find("IR before") == std::string::npos);
+  CHECK(pm2.timings().at(1).changed);
+  CHECK_FALSE(pm2.timings().at(2).changed);
 }
 
 TEST_CASE("VerifyModule reports problems without changing the module") {

@@ -40,8 +40,10 @@ class ValidatePass final : public Pass {
   static size_t CountAttrs(ir::Module& m) {
     size_t n = 0;
     for (ir::Program* p : {&m.startup(), &m.main()})
-      for (const auto& b : p->desc().blocks())
+      for (const auto& b : p->desc().blocks()) {
+        n += b.vars_size();  // outputs declared implicitly
         for (const auto& op : b.ops()) n += op.attrs_size() + op.outputs_size();
+      }
     return n;
   }
 };

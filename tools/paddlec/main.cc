@@ -39,7 +39,12 @@ Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
               "Compile for inference: is_test on every op that has it, then the inference fusions");
   c->add_option("--passes", o.passes, "Pass pipeline, e.g. 'validate,infer-shape'")->capture_default_str();
   c->add_option("--pipeline", o.pipeline_file, "Pass pipeline file (PassPipeline textproto), instead of --passes");
-  c->add_option("--print-ir-after", o.print_ir_after, "Print the IR to stderr after the named pass (or 'all')")
+  c->add_option("--print-ir-before", o.print_ir_before,
+                "Print the IR listing to stderr before the named pass (or 'all')")
+      ->delimiter(',');
+  c->add_option("--print-ir-after", o.print_ir_after,
+                "Print the IR listing to stderr after the named pass (or 'all'); for the full textproto "
+                "use --stop-after N -o - --format=text")
       ->delimiter(',');
   c->add_flag("--verify-each", o.verify_each, "Check the program against the op protos after every pass");
   c->add_option("--stop-after", o.stop_after, "Run only the first N passes")->check(CLI::NonNegativeNumber);
@@ -129,8 +134,9 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
 
 Command AddDumpOpProtos(CLI::App& app, driver::DumpOpProtosOptions& o) {
   CLI::App* c = app.add_subcommand("dump-opprotos", "Print every registered OpProto with defaults and checks");
-  c->add_option("--format", o.format, "json, text or md (the generated operator reference)")
-      ->check(CLI::IsMember({"json", "text", "md"}))
+  c->add_option("--format", o.format,
+                "json, text, md (the generated operator reference) or paddle-md (the PaddlePaddle op table)")
+      ->check(CLI::IsMember({"json", "text", "md", "paddle-md"}))
       ->capture_default_str();
   c->add_option("--op", o.ops, "Only these ops (repeatable)");
   return {c, [&o] { return driver::RunDumpOpProtos(o, std::cout); }};

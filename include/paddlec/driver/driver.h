@@ -36,7 +36,7 @@ struct CompileOptions {
   bool inference = false;
   std::string passes = kDefaultPipeline;
   std::string pipeline_file;  // a PassPipeline textproto; replaces `passes`
-  std::vector<std::string> print_ir_after;
+  std::vector<std::string> print_ir_before, print_ir_after;  // pass names or "all"
   bool verify_each = false;
   int stop_after = -1;
   bool time_passes = false;

@@ -28,7 +28,8 @@ void CheckVars(ir::Block& block, std::vector<Error>& errors);
 
 /// Runs the op's shape function against the VarDescs of its block and writes the outputs' dims and
 /// dtypes. Fails when inputs mismatch, or when an output was declared with a different known shape.
-Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry);
+/// Sets `*changed` (when given) if any output's declaration changed.
+Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry, bool* changed = nullptr);
 
 /// Folds a list of errors into one Status (the first error, the rest in `more`).
 Status ToStatus(std::vector<Error> errors);

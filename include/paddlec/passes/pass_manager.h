@@ -1,5 +1,5 @@
 // The pass manager: runs a pipeline of passes over a Module with the debugging switches every
-// compiler user expects (--verify-each, --print-ir-after, --stop-after, per-pass timing).
+// compiler user expects (--verify-each, --print-ir-before/after, --stop-after, per-pass timing).
 #pragma once
 
 #include <iosfwd>
@@ -14,8 +14,10 @@ namespace paddlec::passes {
 struct PassManagerOptions {
   /// Check the whole module against the op protos after every pass.
   bool verify_each = false;
-  /// Pass names after which to print the IR ("all" for every pass).
+  /// Pass names after which to print the IR listing (ir::FormatListing; "all" for every pass).
   std::vector<std::string> print_ir_after;
+  /// Pass names before which to print it.
+  std::vector<std::string> print_ir_before;
   /// Run only the first N passes (-1: all), for bisecting a pipeline.
   int stop_after = -1;
   /// Where printed IR goes (stderr when null).

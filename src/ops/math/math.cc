@@ -34,6 +34,9 @@ void SetAttr(pb::OpDesc& op, const std::string& name, const T& value) {
 // ---- scale ------------------------------------------------------------------------------------
 
 Status InferScale(InferShapeContext& ctx) {
+  if (ctx.HasInput(kBiasTensor))
+    return ctx.Fail("a bound BiasTensor is not supported: paddlec takes the bias from the `bias` attribute")
+        .Note("PaddlePaddle writes this slot empty; set the bias attribute instead");
   if (ctx.HasInput(kScaleTensor)) {
     const Dims s = ctx.InputDims(kScaleTensor);
     if (s.Numel() >= 0 && s.Numel() != 1)
@@ -212,6 +215,8 @@ void RegisterMathOps(OpRegistry& r) {
       .Doc("Affine map: Out = scale * X + bias, or scale * (X + bias) when bias_after_scale is false.")
       .Input(kX, "Input tensor of any shape.")
       .Input(kScaleTensor, "A one-element tensor that overrides the `scale` attribute.", kDispensable)
+      .Input(kBiasTensor, "PaddlePaddle's bias-tensor slot, which it writes empty; binding a tensor is an error.",
+             kDispensable)
       .Output(kOut, "Output tensor, shaped like X.")
       .Attr("scale", 1.0f, "The multiplier (cast to the element type for integer tensors).")
       .Attr("bias", 0.0f, "The offset (cast to the element type for integer tensors).")
@@ -219,6 +224,7 @@ void RegisterMathOps(OpRegistry& r) {
       .InferShape(InferScale)
       .Grad(ScaleGradMaker)
       .NoGradInput(kScaleTensor)
+      .NoGradInput(kBiasTensor)
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernel(ScaleCpu<float>))
       .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernel(ScaleCpu<double>))
       .Kernel(DeviceType::kCPU, DType::kInt32, MakeKernel(ScaleCpu<int32_t>))

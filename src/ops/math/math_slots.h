@@ -10,6 +10,7 @@ inline constexpr InSlot kX{0, "X"};
 inline constexpr OutSlot kOut{0, "Out"};
 // scale
 inline constexpr InSlot kScaleTensor{1, "ScaleTensor"};
+inline constexpr InSlot kBiasTensor{2, "BiasTensor"};
 // square_grad: (X, Out@GRAD) -> X@GRAD
 inline constexpr InSlot kGradX{0, "X"};
 inline constexpr InSlot kGradDOut{1, "Out@GRAD"};

@@ -310,8 +310,11 @@ Status InferLayerNorm(InferShapeContext& ctx) {
   int64_t left, right;
   PC_RETURN_IF_ERROR(LayerNormView(ctx, &left, &right));
   ctx.ShareDims(kLnX, kLnY);
-  ctx.SetOutput(kLnMean, Dims{left}, ctx.InputDType(kLnX));
-  ctx.SetOutput(kLnVariance, Dims{left}, ctx.InputDType(kLnX));
+  // PaddlePaddle's shape for the statistics: X's leading dims, x.shape[:begin_norm_axis].
+  Dims x = ctx.InputDims(kLnX), stats;
+  for (int d = 0; d < ctx.Attr<int>("begin_norm_axis"); ++d) stats.push_back(x[d]);
+  ctx.SetOutput(kLnMean, stats, ctx.InputDType(kLnX));
+  ctx.SetOutput(kLnVariance, stats, ctx.InputDType(kLnX));
   return Status::OK();
 }
 

@@ -245,8 +245,11 @@ LnRef RefLayerNorm(const Tensor& xt, const Tensor* scale_t, const Tensor* bias_t
     var[r] = v;
   }
   DType t = xt.dtype();
-  return {Cast(MakeTensor<double>(d, y), t), Cast(MakeTensor<double>({left}, mean), t),
-          Cast(MakeTensor<double>({left}, var), t)};
+  // PaddlePaddle's shape for the statistics: x.shape[:begin_norm_axis].
+  Dims stats;
+  for (int k = 0; k < axis; ++k) stats.push_back(d[k]);
+  return {Cast(MakeTensor<double>(d, y), t), Cast(MakeTensor<double>(stats, mean), t),
+          Cast(MakeTensor<double>(stats, var), t)};
 }
 
 // float32 within 1e-5 + 1e-5 relative; float64 within 1e-12.
@@ -292,7 +295,7 @@ TEST_CASE("layer_norm keeps an unknown batch at compile time and reports shape e
   t.Attr("begin_norm_axis", 2).CompileDims("X", {-1, 3, 4});
   REQUIRE_OK(t.Run());
   CHECK(t.CompiledDims("Y") == Dims{-1, 3, 4});
-  CHECK(t.CompiledDims("Mean") == Dims{-1});
+  CHECK(t.CompiledDims("Mean") == Dims{-1, 3});
 
   OpTest e("layer_norm");
   e.Input("X", x).Input("Scale", RandomTensor(DType::kFloat32, {4}, 2)).Output("Y");

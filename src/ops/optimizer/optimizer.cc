@@ -206,6 +206,9 @@ Status Infer(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(InferScalarState(ctx, kBeta2Pow, kBeta2PowOut));
   for (InSlot s : {kBeta1Tensor, kBeta2Tensor, kEpsilonTensor}) PC_RETURN_IF_ERROR(CheckScalarInput(ctx, s));
   PC_RETURN_IF_ERROR(CheckScalarInput(ctx, kSkipUpdate, /*flag=*/true));
+  if (ctx.Attr<bool>("amsgrad"))
+    return ctx.Fail("amsgrad is not supported: paddlec's adam keeps no Moment2Max")
+        .Note("PaddlePaddle's default is amsgrad=false; Moment2Max may be bound or left empty then");
   // A beta of 1 never moves its moment and makes the bias correction divide by 1 - 1^t = 0.
   const std::pair<const char*, InSlot> betas[] = {{"beta1", kBeta1Tensor}, {"beta2", kBeta2Tensor}};
   for (const auto& [name, tensor] : betas)
@@ -334,12 +337,18 @@ void RegisterOptimizerOps(OpRegistry& r) {
       .Input(adam::kMasterParam, "Full-precision copy of Param, updated instead of it with multi_precision.",
              kDispensable)
       .Input(adam::kSkipUpdate, "A bool [1]; when true every output keeps its input value.", kDispensable)
+      .Input(adam::kMoment2Max,
+             "AMSGrad's running maximum of Moment2 (PaddlePaddle 3.1+); unused, as amsgrad must be "
+             "false.",
+             kDispensable)
       .Output(adam::kParamOut, "The updated parameter; normally the Param variable itself.")
       .Output(adam::kMoment1Out, "The updated first moment; normally the Moment1 variable itself.")
       .Output(adam::kMoment2Out, "The updated second moment; normally the Moment2 variable itself.")
       .Output(adam::kBeta1PowOut, "beta1^(t+1); normally the Beta1Pow variable itself.")
       .Output(adam::kBeta2PowOut, "beta2^(t+1); normally the Beta2Pow variable itself.")
       .Output(adam::kMasterParamOut, "The updated MasterParam; normally the MasterParam variable itself.", kDispensable)
+      .Output(adam::kMoment2MaxOut, "AMSGrad's updated Moment2Max; never written, as amsgrad must be false.",
+              kDispensable)
       .Attr("beta1", 0.9f, "Decay rate of the first moment, in [0, 1).")
       .Range(0, 1)
       .Attr("beta2", 0.999f, "Decay rate of the second moment, in [0, 1).")
@@ -351,6 +360,7 @@ void RegisterOptimizerOps(OpRegistry& r) {
             "PaddlePaddle's threading threshold for sparse gradients; no effect on dense gradients.")
       .Attr("multi_precision", false, "Update MasterParam and copy the result into ParamOut.")
       .Attr("use_global_beta_pow", false, "Leave Beta1Pow and Beta2Pow unchanged: another op advances them.")
+      .Attr("amsgrad", false, "AMSGrad (PaddlePaddle 3.1+): only false, plain Adam, is supported.")
       .InferShape(adam::Infer)
       .NoGradient()
       .KernelDTypeFromInput(adam::kParam)

@@ -78,12 +78,14 @@ inline constexpr InSlot kBeta2Tensor{8, "Beta2Tensor"};
 inline constexpr InSlot kEpsilonTensor{9, "EpsilonTensor"};
 inline constexpr InSlot kMasterParam{10, "MasterParam"};
 inline constexpr InSlot kSkipUpdate{11, "SkipUpdate"};
+inline constexpr InSlot kMoment2Max{12, "Moment2Max"};
 inline constexpr OutSlot kParamOut{0, "ParamOut"};
 inline constexpr OutSlot kMoment1Out{1, "Moment1Out"};
 inline constexpr OutSlot kMoment2Out{2, "Moment2Out"};
 inline constexpr OutSlot kBeta1PowOut{3, "Beta1PowOut"};
 inline constexpr OutSlot kBeta2PowOut{4, "Beta2PowOut"};
 inline constexpr OutSlot kMasterParamOut{5, "MasterParamOut"};
+inline constexpr OutSlot kMoment2MaxOut{6, "Moment2MaxOut"};
 inline constexpr ParamSlots kSlots{kParam, kGrad, kLearningRate, kMasterParam, kParamOut, kMasterParamOut};
 
 struct Attrs {
