@@ -259,18 +259,18 @@ class ConvGradKernel final : public OpKernel {
 // filter [C, O / groups, KH, KW] is, byte for byte, that convolution's filter [O' = C, C' / groups = O /
 // groups, KH, KW], so the same oneDNN primitives (and direct loops) serve without copies.
 
-Status CheckNoTransposeBias(const InferShapeContext& ctx) {
-  if (ctx.HasInput(kTBias) && !ctx.InputName(kTBias).empty())
+Status CheckNoTransposeBias(const InferShapeContext& ctx, InSlot bias) {
+  if (ctx.HasInput(bias) && !ctx.InputName(bias).empty())
     return MakeError(ErrorCode::kUnimplemented,
                      "input Bias (bound to '{}') is PaddlePaddle's oneDNN-only fused bias, which paddlec does not "
                      "implement; add the bias with a following elementwise_add",
-                     ctx.InputName(kTBias));
+                     ctx.InputName(bias));
   return Status::OK();
 }
 
 Status InferConvTranspose(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(CheckNoFusion(ctx.attrs()));
-  PC_RETURN_IF_ERROR(CheckNoTransposeBias(ctx));
+  PC_RETURN_IF_ERROR(CheckNoTransposeBias(ctx, kTBias));
   if (ctx.InputDType(kInput) != ctx.InputDType(kFilter))
     return ctx.Fail("Input is {} but Filter is {}: conv2d_transpose needs both of one dtype",
                     DTypeName(ctx.InputDType(kInput)), DTypeName(ctx.InputDType(kFilter)));
@@ -282,6 +282,7 @@ Status InferConvTranspose(InferShapeContext& ctx) {
 }
 
 Status InferConvTransposeGrad(InferShapeContext& ctx) {
+  PC_RETURN_IF_ERROR(CheckNoTransposeBias(ctx, kTGBias));
   Dims x = ctx.InputDims(kInput), f = ctx.InputDims(kFilter), dy = ctx.InputDims(kDOutput);
   ConvGeometry g;
   PC_RETURN_IF_ERROR(nn::ConvTransposeGeometryOf(x, f, ConvAttrs::Decode(ctx.attrs()), g));
@@ -733,6 +734,7 @@ void RegisterConvOps(OpRegistry& r) {
       .Input(kInput, "The forward Input.")
       .Input(kFilter, "The forward Filter.")
       .Input(kDOutput, "Gradient of the loss with respect to Output.")
+      .Input(kTGBias, "The forward Bias slot, as PaddlePaddle lists it; must be left unbound.", kDispensable | kExtra)
       .Output(kDInput, "Gradient of the loss with respect to Input.")
       .Output(kDFilter, "Gradient of the loss with respect to Filter.")
       .InferShape(InferConvTransposeGrad)

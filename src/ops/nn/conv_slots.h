@@ -24,8 +24,10 @@ inline constexpr InSlot kFScale{2, "Scale"};
 inline constexpr InSlot kFBias{3, "Bias"};
 inline constexpr InSlot kFMean{4, "Mean"};
 inline constexpr InSlot kFVariance{5, "Variance"};
-// conv2d_transpose: (Input, Filter, Bias) -> Output; Bias is PaddlePaddle's oneDNN-only input.
+// conv2d_transpose: (Input, Filter, Bias) -> Output; Bias is PaddlePaddle's oneDNN-only input, which
+// its conv2d_transpose_grad also lists: (Input, Filter, Output@GRAD, Bias).
 inline constexpr InSlot kTBias{2, "Bias"};
+inline constexpr InSlot kTGBias{3, "Bias"};
 
 /// The attributes of one convolution op instance, decoded once.
 struct ConvAttrs {

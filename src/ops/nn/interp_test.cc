@@ -3,6 +3,7 @@
 // run time, gradient checks and shape errors.
 #include <cmath>
 
+#include "nn/interp_index.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {
@@ -186,6 +187,58 @@ TEST_CASE("interpolation gradients match central differences") {
   SetUp(t, {kBilinear, {1, 2, 4, 4}, {}, {}, false, 0}, RandomTensor(DType::kFloat32, {1, 2, 4, 4}, 30));
   t.Input("OutSize", MakeTensor<int32_t>({2}, {7, 3}));
   t.CheckGrad({.inputs = {"X"}, .eps = 1e-6, .tol = {1e-8, 1e-7}});
+}
+
+// The CUDA kernels run interp_index.h's per-element bodies (InterpOutputAt, InterpGradAt): on the host
+// they must give the CPU kernels' results bit for bit (the CPU forward works from per-axis tables).
+TEST_CASE("interpolation's per-element bodies of the CUDA kernels match the CPU kernels") {
+  const InterpCase cases[] = {
+      {kBilinear, {2, 2, 4, 5}, {7, 9}, {}, true},
+      {kBilinear, {1, 3, 7, 6}, {4, 11}, {}, false, 0},
+      {kBilinear, {1, 2, 5, 4}, {}, {1.7f, 0.6f}, false, 1},
+      {kBilinear, {1, 4, 3, 3}, {5, 2}, {}, false, 0, true},
+      {kNearest, {2, 2, 6, 5}, {9, 3}},
+      {kNearest, {1, 2, 5, 6}, {}, {0.5f, 2.5f}, false, 0, true},
+  };
+  int seed = 40;
+  for (const InterpCase& c : cases) {
+    CAPTURE(c.op);
+    CAPTURE(c.x.ToString());
+    Tensor x = RandomTensor(DType::kFloat32, c.x, ++seed);
+    OpTest t(c.op);
+    SetUp(t, c, x);
+    REQUIRE_OK(t.Run());
+    const Tensor& y = t.Out("Out");
+    ops::nn::InterpShape s{};
+    s.n = c.x[0];
+    s.c = c.nhwc ? c.x[3] : c.x[1];
+    s.nearest = c.op == kNearest;
+    s.align_corners = c.align_corners;
+    s.half_pixel = !s.nearest && c.align_mode == 0 && !c.align_corners;
+    s.channel_last = c.nhwc;
+    for (int a = 0; a < 2; ++a) {
+      int64_t in = c.nhwc ? c.x[1 + a] : c.x[2 + a], out = y.dims()[c.nhwc ? 1 + a : 2 + a];
+      float unaligned =
+          c.scale.empty() ? static_cast<float>(in) / static_cast<float>(out) : static_cast<float>(1.0 / c.scale[a]);
+      float ratio = out <= 1 ? 0.f : c.align_corners ? static_cast<float>(in - 1) / (out - 1) : unaligned;
+      s.axis[a] = {in, out, ratio};
+    }
+    std::vector<float> host(y.numel());
+    for (int64_t q = 0; q < y.numel(); ++q) host[q] = ops::nn::InterpOutputAt(s, x.data<float>(), q);
+    ExpectClose(MakeTensor<float>(y.dims(), host), y, {0, 0}, "InterpOutputAt");
+    Tensor w = RandomTensor(DType::kFloat32, y.dims(), 99);
+    OpTest g(std::string(c.op) + "_grad");
+    g.Input("X", x).Input("Out@GRAD", w).Output("X@GRAD");
+    if (!c.size.empty()) g.Attr("out_h", c.size[0]).Attr("out_w", c.size[1]);
+    if (!c.scale.empty()) g.Attr("scale", c.scale);
+    if (!c.align_corners) g.Attr("align_corners", false);
+    if (c.align_mode != 1) g.Attr("align_mode", c.align_mode);
+    if (c.nhwc) g.Attr("data_layout", "NHWC");
+    REQUIRE_OK(g.Run());
+    std::vector<float> grad(x.numel());
+    for (int64_t q = 0; q < x.numel(); ++q) grad[q] = ops::nn::InterpGradAt(s, w.data<float>(), q);
+    ExpectClose(MakeTensor<float>(c.x, grad), g.Out("X@GRAD"), {0, 0}, "InterpGradAt");
+  }
 }
 
 std::string CompileError(OpTest& t) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "nn/pad_index.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {
@@ -164,6 +165,55 @@ TEST_CASE("pad3d_grad matches central differences in every mode") {
       .Output("Out")
       .Attr("mode", "replicate");
   t.CheckGrad({.inputs = {"X"}, .eps = 1e-6, .tol = {1e-8, 1e-7}});
+}
+
+// The CUDA kernels run pad_index.h's per-element bodies (PadOutputAt, PadGradAt): on the host they must
+// give the CPU kernels' results bit for bit.
+TEST_CASE("pad3d's per-element bodies of the CUDA kernels match the CPU kernels") {
+  const PadCase cases[] = {
+      {"constant", {1, 2, 3, 0, 0, 1}, -2.5f},     {"reflect", {2, 1, 1, 2, 1, 0}},
+      {"replicate", {3, 0, 0, 2, 2, 2}},           {"circular", {7, 1, 1, 0, 2, 3}},
+      {"reflect", {0, 2, 1, 1, 2, 1}, 0, "NDHWC"}, {"constant", {-1, 1, 0, 2, 1, -1}, 0.5f, "NDHWC"},
+  };
+  int seed = 70;
+  for (const PadCase& c : cases) {
+    CAPTURE(c.mode);
+    CAPTURE(c.format);
+    const Dims xd{2, 3, 4, 3, 5};
+    Tensor x = RandomTensor(DType::kFloat32, xd, ++seed);
+    OpTest t("pad3d");
+    SetUp(t, c, x);
+    REQUIRE_OK(t.Run());
+    const Tensor& y = t.Out("Out");
+    const bool last = c.format == "NDHWC";
+    ops::nn::Pad3dShape p{};
+    p.n = 2;
+    p.c = last ? 5 : 3;
+    p.channel_last = last;
+    p.value = c.value;
+    p.mode = c.mode == "reflect"     ? ops::nn::PadMode::kReflect
+             : c.mode == "replicate" ? ops::nn::PadMode::kReplicate
+             : c.mode == "circular"  ? ops::nn::PadMode::kCircular
+                                     : ops::nn::PadMode::kConstant;
+    for (int a = 0; a < 3; ++a) {
+      int64_t before = c.pads[4 - 2 * a], after = c.pads[5 - 2 * a], in = xd[(last ? 1 : 2) + a];
+      p.axis[a] = {in, in + before + after, before};
+    }
+    std::vector<float> host(y.numel());
+    for (int64_t q = 0; q < y.numel(); ++q) host[q] = ops::nn::PadOutputAt(p, x.data<float>(), q);
+    ExpectClose(MakeTensor<float>(y.dims(), host), y, {0, 0}, "PadOutputAt");
+    // The gradient of sum(w * y) for a random w, against the CPU grad kernel.
+    Tensor w = RandomTensor(DType::kFloat32, y.dims(), 99);
+    OpTest g("pad3d_grad");
+    g.Input("X", x).Input("Out@GRAD", w).Output("X@GRAD").Attr("paddings", c.pads);
+    if (c.mode != "constant") g.Attr("mode", c.mode);
+    if (c.value != 0) g.Attr("value", c.value);
+    if (last) g.Attr("data_format", c.format);
+    REQUIRE_OK(g.Run());
+    std::vector<float> grad(x.numel());
+    for (int64_t q = 0; q < x.numel(); ++q) grad[q] = ops::nn::PadGradAt(p, w.data<float>(), q);
+    ExpectClose(MakeTensor<float>(xd, grad), g.Out("X@GRAD"), {0, 0}, "PadGradAt");
+  }
 }
 
 std::string CompileError(OpTest& t) {
