@@ -1,25 +1,53 @@
 #!/usr/bin/env bash
 # paddlec's benchmarks (never part of the tests). Prints median timings; quote them, not single runs.
 #   scripts/bench.sh [--device=cpu|gpu] [--quick] [--no-paddle]
-# Needs a Release build in build/ (scripts/setup.sh) and hyperfine (installed by setup.sh). On the CPU
-# the single-op cases (depthwise_conv2d, LSTM) are also timed with PaddlePaddle's CPU wheel, installed
-# with pip into .bench-venv on first use (a benchmark-only environment: no test needs it);
-# --no-paddle skips that.
+#   scripts/bench.sh --peers [--busy N] [--threads T] [--quick]
+# Needs a Release build in build/ (scripts/setup.sh) and hyperfine (installed by setup.sh).
+# On the CPU the single-op cases (depthwise_conv2d, LSTM) are also timed with PaddlePaddle's CPU wheel
+# (scripts/bench_paddle.py), from the benchmark-only virtualenv below, where pip installs the wheel on
+# first use; --no-paddle skips that.
+# --peers runs scripts/bench_peers.py instead: paddlec beside ONNX Runtime, PyTorch eager and
+# PaddlePaddle's static executor on the same networks, shapes and thread count (default 2), with
+# ratios, LeNet's peak training memory and the 5-epoch Adam MLP run; --busy N repeats the timed cases
+# beside N busy background processes and prints each tool's slowdown. The peers live in a
+# benchmark-only virtualenv created here with pip ($PADDLEC_BENCH_VENV, default
+# ~/.cache/paddlec/bench-venv); nothing in the tests uses it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${PADDLEC_BUILD_DIR:-build}"
 DEVICE=cpu
 MIN_TIME=2
+PEERS=0
+BUSY=0
+THREADS=2
 PADDLE=1
 PADDLE_VERSION=3.3.1
-for arg in "$@"; do
-  case "$arg" in
-    --device=*) DEVICE="${arg#--device=}" ;;
+VENV="${PADDLEC_BENCH_VENV:-$HOME/.cache/paddlec/bench-venv}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --device=*) DEVICE="${1#--device=}" ;;
     --quick) MIN_TIME=0.5 ;;
     --no-paddle) PADDLE=0 ;;
-    *) echo "error: unknown argument $arg" >&2; exit 2 ;;
+    --peers) PEERS=1 ;;
+    --busy=*) BUSY="${1#--busy=}" ;;
+    --busy) BUSY="${2:?--busy needs a count}"; shift ;;
+    --threads=*) THREADS="${1#--threads=}" ;;
+    --threads) THREADS="${2:?--threads needs a count}"; shift ;;
+    *) echo "error: unknown argument $1" >&2; exit 2 ;;
   esac
+  shift
 done
+if [ "$BUSY" != 0 ] && [ "$PEERS" = 0 ]; then echo "error: --busy goes with --peers" >&2; exit 2; fi
+if [ "$PEERS" = 1 ]; then
+  if ! "$VENV/bin/python" -c "import numpy, onnx, onnxruntime, torch, paddle" 2>/dev/null; then
+    echo "== creating the benchmark-only virtualenv $VENV (numpy, onnx, onnxruntime, torch, paddlepaddle)"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q numpy onnx onnxruntime torch paddlepaddle
+  fi
+  exec "$VENV/bin/python" scripts/bench_peers.py --build "$BUILD" --threads "$THREADS" --busy "$BUSY" \
+    --min-time "$MIN_TIME"
+fi
 B="$BUILD/paddlec_bench"
 P="$BUILD/paddlec"
 TMP="$(mktemp -d)"
@@ -80,10 +108,10 @@ for c in "${LSTM_CASES[@]}"; do
   for bs in 1 64; do "$B" lstm $c --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
 done
 if [ "$DEVICE" = cpu ] && [ "$PADDLE" = 1 ]; then
-  PY=.bench-venv/bin/python
+  PY="$VENV/bin/python"
   if ! "$PY" -c "import paddle" 2>/dev/null; then
-    echo "(creating .bench-venv with paddlepaddle==$PADDLE_VERSION from PyPI for the comparison)"
-    python3 -m venv .bench-venv && .bench-venv/bin/pip install -q --disable-pip-version-check \
+    echo "(installing paddlepaddle==$PADDLE_VERSION into the benchmark-only virtualenv $VENV for the comparison)"
+    { [ -x "$PY" ] || python3 -m venv "$VENV"; } && "$VENV/bin/pip" install -q --disable-pip-version-check \
       "paddlepaddle==$PADDLE_VERSION" >/dev/null || echo "(pip failed: no PaddlePaddle comparison)"
   fi
   if "$PY" -c "import paddle" 2>/dev/null; then

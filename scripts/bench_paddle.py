@@ -8,7 +8,8 @@ Prints lines like paddlec_bench's:
   paddle depthwise_conv2d 3x3 c=256   28x28  stride=1 batch=1       0.123 ms
   paddle lstm T=32  batch=64   input=128  hidden=256  layers=1    1.234 ms
 Usage: python scripts/bench_paddle.py depthwise|lstm [--batch B] ... [--min-time S]
-Runs with an interpreter that has paddle (scripts/bench.sh makes one in .bench-venv); exits 3 without.
+Runs with an interpreter that has paddle (scripts/bench.sh uses its benchmark-only virtualenv); exits 3
+without.
 """
 import argparse
 import statistics

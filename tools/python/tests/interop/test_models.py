@@ -13,21 +13,9 @@ import paddlec
 
 from interop_report import record
 
-OPS_A = "ops-a"
-# Models whose legacy program needs an op paddlec does not register yet. They fail loudly (strict
-# xfail) once the op lands; the op's engineer removes the mark.
-NEEDS = {
-    "googlenet": [("squeeze2", OPS_A)],
-    "squeezenet1_0": [("squeeze2", OPS_A)],
-    "squeezenet1_1": [("squeeze2", OPS_A)],
-    "mobilenet_v2": [("relu6", OPS_A)],
-    "mobilenet_v3_small": [("hard_swish", OPS_A), ("hard_sigmoid", OPS_A)],
-    "mobilenet_v3_large": [("hard_swish", OPS_A), ("hard_sigmoid", OPS_A)],
-    "shufflenet_v2_swish": [("swish", OPS_A)],
-    "lstm": [("shape", OPS_A), ("slice", OPS_A), ("stack", OPS_A)],
-    "gru": [("shape", OPS_A), ("slice", OPS_A), ("stack", OPS_A)],
-    "simple_rnn": [("shape", OPS_A), ("slice", OPS_A), ("stack", OPS_A)],
-}
+# Models whose legacy program needs an op paddlec does not register yet, as {model: [(op, engineer)]}.
+# They fail loudly (strict xfail) once the op lands; the op's engineer removes the mark.
+NEEDS = {}
 MODELS = ["mlp", "lenet", "alexnet", "vgg11", "resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2",
           "densenet121", "googlenet", "inception_v3", "squeezenet1_0", "squeezenet1_1", "mobilenet_v1",
           "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "shufflenet_v2_x0_25",
