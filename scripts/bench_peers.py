@@ -304,9 +304,10 @@ def main():
         print(json.dumps(worker(tool, kind, net, int(batch), a.threads, a.min_time)), flush=True)
         return
     r = Runner(a)
-    print(f"== peers: {a.threads} threads everywhere, {os.cpu_count()} cores; each case in a fresh process", flush=True)
+    print(f"== peers: {a.threads} threads everywhere, {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}; each case in a fresh process", flush=True)
     quiet = r.cases()
-    print_times(quiet, "quiet")
+    print_times(quiet, "no added load (quiet only on a quiet machine: check with uptime)")
     if "memory" not in a.skip:
         ours, theirs = r.paddlec("memory", "lenet", 256), r.peer("torch", "memory", "lenet", 256)
         print("== memory: LeNet training at batch 256, peak RSS above the idle process")

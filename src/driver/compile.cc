@@ -122,18 +122,26 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
   auto t_passes = std::chrono::steady_clock::now();
 
   if (options.print_shapes) out << ir::FormatShapes(module->main());
-  std::string emit = options.emit.empty() ? (FileExtension(options.output) == ".pdmodel" ? "program" : "compiled")
-                                          : options.emit;
-  if (emit != "program" && emit != "compiled")
-    return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled' or 'program', not '{}'", emit);
-  const google::protobuf::Message& result =
-      emit == "program" ? static_cast<const google::protobuf::Message&>(module->compiled().main_program())
-                        : module->compiled();
-  if (options.output == "-") {
-    PC_ASSIGN_OR_RETURN(std::string bytes, ir::Serialize(result, out_format));
+  std::string emit = options.emit;
+  if (emit.empty())
+    emit = FileExtension(options.output) == ".dot" ? "dot"
+           : ir::IsBareProgramPath(options.output) ? "program"
+                                                   : "compiled";
+  if (emit != "program" && emit != "compiled" && emit != "dot")
+    return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled', 'program' or 'dot', not '{}'", emit);
+  std::string bytes;
+  if (emit == "dot") {
+    bytes = ir::FormatDot(module->main());
+  } else if (!options.output.empty()) {
+    const google::protobuf::Message& result =
+        emit == "program" ? static_cast<const google::protobuf::Message&>(module->compiled().main_program())
+                          : module->compiled();
+    PC_ASSIGN_OR_RETURN(bytes, ir::Serialize(result, out_format));
+  }
+  // A graph goes to stdout unless -o names a file.
+  if (options.output == "-" || (emit == "dot" && options.output.empty())) {
     out << bytes;
   } else if (!options.output.empty()) {
-    PC_ASSIGN_OR_RETURN(std::string bytes, ir::Serialize(result, out_format));
     PC_RETURN_IF_ERROR(WriteFileAtomic(options.output, bytes));
   }
   auto t_end = std::chrono::steady_clock::now();

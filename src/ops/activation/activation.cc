@@ -3,8 +3,9 @@
 // log_softmax, and their gradients.
 //
 // Element-wise kernels are Eigen array expressions over chunks split across the CPU pool (vectorized
-// exp, tanh and log; piecewise functions as selects), chosen once per run by the decoded kind. The
-// softmax family works on [outer, axis, inner] views so any axis is handled without transposes.
+// exp, tanh and log; piecewise functions as min/max, selects of constants or plain loops the
+// compiler vectorizes), chosen once per run by the decoded kind. The softmax family works on [outer, axis, inner] views
+// so any axis is handled without transposes.
 #include <cmath>
 
 #include "activation/activation_slots.h"
@@ -35,6 +36,20 @@ void GradChunks(const T* a, const T* d, T* g, int64_t n, F f) {
   });
 }
 
+/// Piecewise derivatives with arithmetic in a piece: that piece is computed for every element first
+/// (vectorized), then a select picks per element. Eigen evaluates a select one element at a time, and
+/// the compiler cannot turn an arithmetic branch into a blend (floating-point traps), so arithmetic
+/// inside a select would run as a mispredicted branch per element, tens of times slower.
+template <class T, class Piece, class Pick>
+void GradPieces(const T* a, const T* d, T* g, int64_t n, Piece piece, Pick pick) {
+  ParallelChunks(n, [&](int64_t b, int64_t len) {
+    ConstEigenVec<T> av(a + b, len), dv(d + b, len);
+    MutEigenVec<T> gv(g + b, len);
+    gv = piece(av, dv);
+    gv = pick(av, dv, gv);
+  });
+}
+
 template <class T>
 void Forward(const ActivationCall& call, const T* x, T* y, int64_t n) {
   const T a = static_cast<T>(call.p.a), b = static_cast<T>(call.p.b), c = static_cast<T>(call.p.c);
@@ -54,7 +69,7 @@ void Forward(const ActivationCall& call, const T* x, T* y, int64_t n) {
         return T(0.5) * v * (T(1) + (T(kSqrt2OverPi) * (v + T(0.044715) * v.cube())).tanh());
       });
     case Activation::kLeakyRelu:
-      return MapChunks(x, y, n, [a](const auto& v) { return (v > T(0)).select(v, v * a); });
+      return MapChunks(x, y, n, [a](const auto& v) { return v.max(T(0)) + v.min(T(0)) * a; });
     case Activation::kRelu6:  // min(max(x, 0), threshold)
       return MapChunks(x, y, n, [a](const auto& v) { return v.max(T(0)).min(a); });
     case Activation::kHardSwish:  // x * min(max(x + offset, 0), threshold) / scale
@@ -65,8 +80,8 @@ void Forward(const ActivationCall& call, const T* x, T* y, int64_t n) {
       return MapChunks(x, y, n, [a](const auto& v) { return v / (T(1) + (v * (-a)).exp()); });
     case Activation::kSilu:
       return MapChunks(x, y, n, [](const auto& v) { return v / (T(1) + (-v).exp()); });
-    case Activation::kElu:
-      return MapChunks(x, y, n, [a](const auto& v) { return (v > T(0)).select(v, a * (v.exp() - T(1))); });
+    case Activation::kElu:  // max(x, 0) + alpha * (exp(min(x, 0)) - 1): no select, all vectorized
+      return MapChunks(x, y, n, [a](const auto& v) { return v.max(T(0)) + a * (v.min(T(0)).exp() - T(1)); });
     case Activation::kExp:
       return MapChunks(x, y, n, [](const auto& v) { return v.exp(); });
     case Activation::kLog:
@@ -104,18 +119,22 @@ void Backward(const ActivationCall& call, const T* x_or_out, const T* dout, T* d
         return d * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t.square()) * dinner);
       });
     case Activation::kLeakyRelu:
-      return GradChunks(p, dout, dx, n, [a](const auto& v, const auto& d) { return (v > T(0)).select(d, d * a); });
+      return GradPieces(
+          p, dout, dx, n, [a](const auto&, const auto& d) { return d * a; },
+          [](const auto& v, const auto& d, const auto& g) { return (v > T(0)).select(d, g); });
     case Activation::kRelu6:  // A = Out: dOut where 0 < Out < threshold
       return GradChunks(p, dout, dx, n,
                         [a](const auto& o, const auto& d) { return (o > T(0) && o < a).select(d, T(0)); });
     case Activation::kHardSwish:  // 0 below -offset, 1 from threshold - offset, (2x + offset) / scale between
-      return GradChunks(p, dout, dx, n, [a, b, c](const auto& v, const auto& d) {
-        auto t = v + c;
-        return (t > T(0)).select((t < a).select(d * (T(2) * v + c) / b, d), T(0));
-      });
+      return GradPieces(
+          p, dout, dx, n, [b, c](const auto& v, const auto& d) { return d * (T(2) * v + c) / b; },
+          [a, c](const auto& v, const auto& d, const auto& g) {
+            return (v + c > T(0)).select((v + c < a).select(g, d), T(0));
+          });
     case Activation::kHardSigmoid:  // A = Out: slope where 0 < Out < 1
-      return GradChunks(p, dout, dx, n,
-                        [a](const auto& o, const auto& d) { return (o > T(0) && o < T(1)).select(d * a, T(0)); });
+      return GradPieces(
+          p, dout, dx, n, [a](const auto&, const auto& d) { return d * a; },
+          [](const auto& o, const auto&, const auto& g) { return (o > T(0) && o < T(1)).select(g, T(0)); });
     case Activation::kSwish:  // with s = sigmoid(beta x), o = x s: beta o + s (1 - beta o)
       return GradChunks(p, dout, dx, n, [a](const auto& v, const auto& d) {
         auto s = T(1) / (T(1) + (v * (-a)).exp());
@@ -127,9 +146,10 @@ void Backward(const ActivationCall& call, const T* x_or_out, const T* dout, T* d
         auto s = T(1) / (T(1) + (-v).exp());
         return d * s * (T(1) + v * (T(1) - s));
       });
-    case Activation::kElu:
-      return GradChunks(p, dout, dx, n,
-                        [a](const auto& v, const auto& d) { return (v > T(0)).select(d, d * a * v.exp()); });
+    case Activation::kElu:  // exp(min(X, 0)) for every element, then the pick
+      return GradPieces(
+          p, dout, dx, n, [a](const auto& v, const auto& d) { return d * a * v.min(T(0)).exp(); },
+          [](const auto& v, const auto& d, const auto& g) { return (v > T(0)).select(d, g); });
     case Activation::kExp:  // A = Out
       return GradChunks(p, dout, dx, n, [](const auto& o, const auto& d) { return d * o; });
     case Activation::kLog:

@@ -38,6 +38,8 @@ constexpr InSlot kAxesTensorList{2, "AxesTensorList"};
 constexpr InSlot kXShapeIn{0, "XShape"};
 constexpr InSlot kDOut{1, "Out@GRAD"};
 constexpr InSlot kXForGrad{2, "X"};
+constexpr InSlot kGradAxesTensor{3, "AxesTensor"};  // unsqueeze2_grad only
+constexpr InSlot kGradAxesTensorList{4, "AxesTensorList"};
 constexpr OutSlot kDX{0, "X@GRAD"};
 
 Status SetOutAndXShape(InferShapeContext& ctx, const Dims& x, const Dims& out) {
@@ -247,6 +249,8 @@ Status InferUnsqueeze2(InferShapeContext& ctx) {
 /// squeeze2_grad / unsqueeze2_grad: X@GRAD takes X's shape, from XShape (PaddlePaddle 2.x and
 /// paddlec bind it) or from X itself (PaddlePaddle 3.x binds X, whose data it never reads).
 Status InferGradFromXShapeOrX(InferShapeContext& ctx) {
+  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kGradAxesTensor, "axes"));
+  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kGradAxesTensorList, "axes"));
   if (ctx.HasInput(kXShapeIn)) return InferGradFromXShape(ctx);
   if (!ctx.HasInput(kXForGrad))
     return ctx.Fail("neither XShape nor X is bound: the gradient needs one of them for X's shape");
@@ -601,9 +605,11 @@ void RegisterShapeOps(OpRegistry& r) {
         .Input(kXShapeIn, "The forward XShape ([0] + X's dims), when the forward op wrote one.", kDispensable)
         .Input(kDOut, "Gradient of the loss with respect to Out.")
         .Input(kXForGrad, "The forward X, for its shape only (PaddlePaddle 3.x binds it instead of XShape).",
-               kDispensable)
-        .Output(kDX, "Gradient of the loss with respect to X.")
-        .InferShape(InferGradFromXShapeOrX);
+               kDispensable);
+    if (std::string_view(fwd) == "unsqueeze2")  // PaddlePaddle's unsqueeze2_grad carries the axes tensors too
+      g.Input(kGradAxesTensor, "The forward AxesTensor (not supported yet).", kDispensable)
+          .Input(kGradAxesTensorList, "The forward AxesTensorList (not supported yet).", kDuplicable | kDispensable);
+    g.Output(kDX, "Gradient of the loss with respect to X.").InferShape(InferGradFromXShapeOrX);
     ForEachDType([&]<class T>() { g.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(CopyGradCpu)); });
   }
   ForEachDType([&]<class T>() {

@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "tensor/arg_max_slots.h"
+#include "tensor/tensor_index.h"
 #include "tensor/tensor_internal.h"
 
 namespace paddlec::ops {
@@ -235,10 +236,23 @@ void ArgMaxLines(const T* x, I* out, const arg_max::ArgLines& l) {
                 [&](int64_t b, int64_t e) {
                   for (int64_t o = b; o < e; ++o) {
                     const T* v = x + o * l.n;
-                    int64_t best = 0;
-                    for (int64_t k = 1; k < l.n; ++k)
-                      if (Before(v[k], v[best], true)) best = k;
-                    out[o] = static_cast<I>(best);
+                    // The running maximum stays in a register and changes rarely (well-predicted
+                    // branch); the first NaN ends the scan, as it ranks above every number.
+                    T best = v[0];
+                    int64_t bi = 0;
+                    if (!tensor_index::IsNan(best)) {
+                      for (int64_t k = 1; k < l.n; ++k) {
+                        const T vk = v[k];
+                        if (vk > best) {
+                          best = vk;
+                          bi = k;
+                        } else if (tensor_index::IsNan(vk)) {
+                          bi = k;
+                          break;
+                        }
+                      }
+                    }
+                    out[o] = static_cast<I>(bi);
                   }
                 });
     return;
