@@ -59,6 +59,60 @@ TEST_CASE("A plan allocates nothing in the steady state and re-infers shapes on 
   CHECK(p[0] + p[1] + p[2] == doctest::Approx(1.0));
 }
 
+constexpr char kResize[] = R"pb(
+  blocks {
+    idx: 0
+    parent_idx: -1
+    vars {
+      name: "x"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: 1 dims: 1 dims: 2 dims: 2 } }
+      }
+    }
+    vars {
+      name: "size"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: INT32 dims: 2 } }
+      }
+    }
+    ops {
+      type: "nearest_interp_v2"
+      inputs { parameter: "X" arguments: "x" }
+      inputs { parameter: "OutSize" arguments: "size" }
+      outputs { parameter: "Out" arguments: "y" }
+      attrs { name: "align_corners" type: BOOLEAN b: false }
+    }
+    ops {
+      type: "relu"
+      inputs { parameter: "X" arguments: "y" }
+      outputs { parameter: "Out" arguments: "z" }
+    }
+  }
+)pb";
+
+TEST_CASE("An op whose output size is an input's value resizes its output, and the ops after it follow") {
+  auto m = Compile(kResize);
+  auto exec = Executor::Create(Place::CPU(), {.num_threads = 1});
+  REQUIRE(exec.ok());
+  Scope scope;
+  auto& device = (*exec)->device();
+  REQUIRE(device.CopyFromHost(MakeTensor<float>({1, 1, 2, 2}, {1, -2, 3, -4}), scope.Var("x").tensor()).ok());
+  REQUIRE(device.CopyFromHost(MakeTensor<int32_t>({2}, {2, 3}), scope.Var("size").tensor()).ok());
+  auto plan = (*exec)->Prepare(m->main().global_block(), scope);
+  REQUIRE(plan.ok());
+  REQUIRE((*plan)->Run().ok());
+  CHECK(scope.Find("z")->tensor().dims() == Dims{1, 1, 2, 3});
+  CHECK(ToVector<float>(scope.Find("z")->tensor()) == std::vector<float>{1, 1, 0, 3, 3, 0});
+  // Same input shapes, new values: the plan's prepared shapes must not be reused.
+  REQUIRE(device.CopyFromHost(MakeTensor<int32_t>({2}, {1, 4}), scope.Var("size").tensor()).ok());
+  REQUIRE((*plan)->Run().ok());
+  CHECK(scope.Find("y")->tensor().dims() == Dims{1, 1, 1, 4});
+  CHECK(scope.Find("z")->tensor().dims() == Dims{1, 1, 1, 4});
+  CHECK(ToVector<float>(scope.Find("z")->tensor()) == std::vector<float>{1, 1, 0, 0});
+}
+
 TEST_CASE("Op ranges run parts of a block over one scope") {
   auto m = Compile(kChain);
   auto exec = Executor::Create(Place::CPU());

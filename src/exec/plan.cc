@@ -26,8 +26,9 @@ struct Plan::Step {
   std::unique_ptr<KernelContext> ctx;
   std::vector<int> inplace_outputs;  // positions in `vars` of outputs that are also inputs
   int first_output = 0;              // position in `vars` of the first output
-  // Ops without a shape function size their outputs themselves (feed, control flow): the dims
-  // they produced when the later steps were prepared.
+  // Ops whose kernel sizes their outputs (OpInfo::KernelSizesOutputs: feed, control flow, outputs
+  // sized by input values): the dims they produced when the later steps were prepared.
+  bool kernel_sized = false;
   std::vector<Dims> dynamic_dims;
   int64_t calls = 0;
   double total_ms = 0;
@@ -174,6 +175,7 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
     step->info = info;
     step->desc = &op.desc();
     step->attrs = std::make_unique<ops::AttrReader>(op.desc(), info);
+    step->kernel_sized = info->KernelSizesOutputs(op.desc());
 
     // Bind variables slot by slot in proto order, so slot constants index them directly.
     std::vector<std::pair<int, int>> in_ranges, out_ranges;  // (offset, count) into vars
@@ -288,7 +290,7 @@ Status Plan::PrepareStep(int i) {
       return StepError(s, std::move(e));
     }
   }
-  bool dynamic = s.info->infer_shape() == nullptr;
+  bool dynamic = s.kernel_sized;
   if (!dynamic) {
     RuntimeShapeContext ctx(*s.attrs, *s.desc, s.in_slots, s.out_slots);
     Status st = s.info->infer_shape()(ctx);
@@ -321,7 +323,7 @@ Status Plan::RunSteps() {
     if (i >= prepared_) [[unlikely]] {
       PC_RETURN_IF_ERROR(PrepareStep(i));
       prepared_ = i + 1;
-      if (s.info->infer_shape() == nullptr) {
+      if (s.kernel_sized) {
         s.dynamic_dims.clear();
         for (int k = s.first_output; k < static_cast<int>(s.vars.size()); ++k)
           s.dynamic_dims.push_back(s.vars[k] ? s.vars[k]->tensor().dims() : Dims());

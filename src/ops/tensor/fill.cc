@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "common/host_values.h"
+#include "tensor/fill_slots.h"
 #include "tensor/tensor_internal.h"
 
 namespace paddlec::ops {
@@ -21,9 +23,9 @@ constexpr OutSlot kOut{0, "Out"};
 
 // ---- fill_constant --------------------------------------------------------------------------
 
-constexpr InSlot kValueTensor{0, "ValueTensor"};
-constexpr InSlot kShapeTensor{1, "ShapeTensor"};
-constexpr InSlot kShapeTensorList{2, "ShapeTensorList"};
+using fill::kShapeTensor;
+using fill::kShapeTensorList;
+using fill::kValueTensor;
 
 /// The fill value, kept both as a double and, when the text was an integer, as an exact int64 so that
 /// int64 values beyond 2^53 survive (PaddlePaddle passes those through `str_value`).
@@ -75,16 +77,40 @@ bool FitsIn(const FillValue& v) {
   }
 }
 
+/// The compile-time dims when shape tensors are bound: their values are known at run time only, so
+/// the sizes are the attribute's where it gives one (PaddlePaddle writes -1 for the others).
+StatusOr<Dims> ValuedFillDims(const InferShapeContext& ctx, const std::vector<int64_t>& shape) {
+  int rank = -1;
+  if (ctx.HasInput(kShapeTensorList)) {
+    rank = ctx.NumInputs(kShapeTensorList);
+  } else {
+    Dims d = ctx.InputDims(kShapeTensor);
+    if (d.rank() != 1) return ctx.Fail("ShapeTensor has shape {} but must be 1-D", d.ToString());
+    rank = d[0] >= 0 ? static_cast<int>(d[0]) : static_cast<int>(shape.size());
+    if (d[0] < 0 && shape.empty())
+      return ctx.Fail("ShapeTensor has shape {}: the rank of Out is unknown (give `shape` with -1 sizes)",
+                      d.ToString());
+  }
+  if (rank > kMaxRank) return ctx.Fail("the shape tensors give {} dimensions, above the maximum {}", rank, kMaxRank);
+  Dims dims = Dims::Filled(rank, kUnknownDim);
+  if (static_cast<int>(shape.size()) == rank)
+    for (int i = 0; i < rank; ++i) dims[i] = shape[i] >= 0 ? shape[i] : kUnknownDim;
+  return dims;
+}
+
 Status InferFillConstant(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kValueTensor, "value"));
-  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kShapeTensor, "shape"));
-  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kShapeTensorList, "shape"));
   auto shape = ctx.Attr<std::vector<int64_t>>("shape");
-  PC_ASSIGN_OR_RETURN(Dims dims, Dims::FromRange(shape.begin(), shape.end()));
-  for (int i = 0; i < dims.rank(); ++i)
-    if (dims[i] < 0)
-      return ctx.Fail("shape {} has negative dimension {} at index {}: fill_constant needs a fully known shape",
-                      dims.ToString(), dims[i], i);
+  Dims dims;
+  if (ctx.HasInput(kShapeTensor) || ctx.HasInput(kShapeTensorList)) {
+    PC_ASSIGN_OR_RETURN(dims, ValuedFillDims(ctx, shape));
+  } else {
+    PC_ASSIGN_OR_RETURN(dims, Dims::FromRange(shape.begin(), shape.end()));
+    for (int i = 0; i < dims.rank(); ++i)
+      if (dims[i] < 0)
+        return ctx.Fail("shape {} has negative dimension {} at index {}: fill_constant needs a fully known shape",
+                        dims.ToString(), dims[i], i);
+  }
   int dtype_attr = ctx.Attr<int>("dtype");
   PC_ASSIGN_OR_RETURN(DType dtype, DTypeFromProto(dtype_attr));
   PC_ASSIGN_OR_RETURN(FillValue v, ParseFillValue(ctx.attrs()));
@@ -105,8 +131,27 @@ struct FillConstantAttrs {
   }
 };
 
+/// The shape tensors' values: ShapeTensor's elements, or the one element of each ShapeTensorList
+/// tensor; empty when neither is bound.
+StatusOr<std::vector<int64_t>> ShapeValues(const KernelContext& ctx) {
+  std::vector<int64_t> values;
+  if (const Tensor* t = ctx.InOpt(kShapeTensor)) return HostValues<int64_t>(*t, "ShapeTensor");
+  for (int i = 0; i < ctx.NumIn(kShapeTensorList); ++i) {
+    PC_ASSIGN_OR_RETURN(std::vector<int64_t> one, HostValues<int64_t>(ctx.In(kShapeTensorList, i), "ShapeTensorList"));
+    if (one.size() != 1)
+      return MakeError(ErrorCode::kShape, "ShapeTensorList {} has {} values but must hold one", i, one.size());
+    values.push_back(one[0]);
+  }
+  return values;
+}
+
 template <class T>
 Status FillConstantCpu(KernelContext& ctx, const FillConstantAttrs& a) {
+  if (ctx.InOpt(kShapeTensor) != nullptr || ctx.NumIn(kShapeTensorList) > 0) {
+    PC_ASSIGN_OR_RETURN(std::vector<int64_t> values, ShapeValues(ctx));
+    PC_ASSIGN_OR_RETURN(Dims dims, fill::DimsFromShapeValues(values));
+    PC_RETURN_IF_ERROR(ctx.ResizeOut(kOut, dims, DTypeOf<T>()));
+  }
   Tensor& out = ctx.Out(kOut);
   T v = a.value.As<T>();
   T* p = out.data<T>();
@@ -196,8 +241,8 @@ void RegisterFillOps(OpRegistry& r) {
   OpBuilder fill = r.Add("fill_constant");
   fill.Doc("Creates a tensor of `shape` and `dtype` with every element equal to `value` (or `str_value`).")
       .Input(kValueTensor, "A 1-element tensor overriding `value` (not supported yet).", kDispensable)
-      .Input(kShapeTensor, "A 1-D int tensor overriding `shape` (not supported yet).", kDispensable)
-      .Input(kShapeTensorList, "1-element int tensors overriding `shape` (not supported yet).",
+      .Input(kShapeTensor, "A 1-D int tensor overriding `shape` (read at run time).", kDispensable)
+      .Input(kShapeTensorList, "1-element int tensors, one per dimension, overriding `shape` (read at run time).",
              kDuplicable | kDispensable)
       .Output(kOut, "The filled tensor.")
       .Attr("dtype", 5, "Element type of Out as a VarType.Type number (5 = float32).")
@@ -209,6 +254,7 @@ void RegisterFillOps(OpRegistry& r) {
       .Attr("place_type", -1, "PaddlePaddle's place override; ignored.")
       .ExtraAttr()
       .InferShape(InferFillConstant)
+      .OutputDimsFromKernel({kShapeTensor, kShapeTensorList})
       .KernelDTypeFromAttr("dtype")
       .NoGradient();
   ForEachDType([&]<class T>() { fill.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(FillConstantCpu<T>)); });

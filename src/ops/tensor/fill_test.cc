@@ -10,12 +10,6 @@ namespace {
 // VarType numbers of every element type the family serves.
 constexpr int kDTypeNumbers[] = {0, 1, 2, 3, 5, 6, 20, 21};
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 TEST_CASE("fill_constant defaults: a float32 0-D zero") {
   OpTest t("fill_constant");
   t.Output("Out");
@@ -69,6 +63,23 @@ TEST_CASE("fill_constant str_value overrides value, exactly for large int64") {
   CHECK(ToVector<double>(inf.Out("Out"))[0] == -INFINITY);
 }
 
+// PaddlePaddle builds an RNN's zero initial state this way: the batch size is a value of the graph.
+TEST_CASE("fill_constant takes its shape from ShapeTensor or ShapeTensorList values at run time") {
+  OpTest t("fill_constant");
+  t.Input("ShapeTensor", MakeTensor<int64_t>({3}, {2, 1, 3})).Attr("value", 1.5f).Output("Out");
+  REQUIRE_OK(t.Run());
+  CHECK(t.CompiledDims("Out") == Dims{-1, -1, -1});
+  t.ExpectOutput("Out", FullTensor<float>({2, 1, 3}, 1.5f));
+
+  OpTest list("fill_constant");
+  list.Inputs("ShapeTensorList",
+              {MakeTensor<int32_t>({1}, {4}), MakeTensor<int64_t>({1}, {2}), MakeTensor<int32_t>({1}, {3})});
+  list.Attr("shape", std::vector<int64_t>{4, -1, 3}).Attr("dtype", 3).Attr("str_value", "7").Output("Out");
+  REQUIRE_OK(list.Run());
+  CHECK(list.CompiledDims("Out") == Dims{4, -1, 3});
+  list.ExpectOutput("Out", FullTensor<int64_t>({4, 2, 3}, 7));
+}
+
 TEST_CASE("fill_constant errors") {
   OpTest neg("fill_constant");
   neg.Attr("shape", std::vector<int64_t>{2, -1}).Output("Out");
@@ -76,9 +87,13 @@ TEST_CASE("fill_constant errors") {
         "shape [2, -1] has negative dimension -1 at index 1: fill_constant needs a fully known shape");
 
   OpTest tensor_shape("fill_constant");
-  tensor_shape.Input("ShapeTensor", MakeTensor<int32_t>({2}, {2, 3})).Output("Out");
-  CHECK(CompileError(tensor_shape) ==
-        "input ShapeTensor (bound to 'ShapeTensor') is not supported yet: give `shape` as an attribute instead");
+  tensor_shape.Input("ShapeTensor", MakeTensor<int32_t>({2, 1}, {2, 3})).Output("Out");
+  CHECK(CompileError(tensor_shape) == "ShapeTensor has shape [2, 1] but must be 1-D");
+  OpTest negative("fill_constant");
+  negative.Input("ShapeTensor", MakeTensor<int32_t>({2}, {2, -3})).Output("Out");
+  Status st = negative.Run();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "the shape tensors give [2, -3], with the negative size -3 at index 1");
   OpTest tensor_value("fill_constant");
   tensor_value.Input("ValueTensor", MakeTensor<float>({1}, {2})).Output("Out");
   CHECK(CompileError(tensor_value) ==
