@@ -246,6 +246,9 @@ TEST_CASE("-O2 training (fuse-fc, plan-memory) gives the -O0 parameters after th
     auto plain = Compile(config, true, false, 0);
     auto opt = Compile(config, true, false, 2);
     CHECK(opt->main().global_block().desc().vars_size() < plain->main().global_block().desc().vars_size());
+    // fuse-fc in training: every layer (the bias gradients read the fc outputs for their dims).
+    CHECK(Count(*opt, "fc") == (lenet ? 2 : 3));
+    CHECK(Count(*opt, "mul") == 0);
     auto a = RunSteps(*plain, img, 3, Parameters(*plain));
     auto b = RunSteps(*opt, img, 3, Parameters(*plain));
     ExpectSame(b, a, {1e-5, 1e-4});
