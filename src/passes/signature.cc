@@ -70,6 +70,39 @@ void ComputeSignature(ir::Module& module) {
     for (const auto& f : fetches) compiled.add_fetch_targets(f);
   }
 
+  // A program that carries its own backward and optimizer ops (PaddlePaddle's training programs):
+  // the loss is the output of the op marked Forward|Loss, and each update op names a parameter and
+  // its gradient (op_role bits: paddle_format.md §3).
+  constexpr int kBackward = 0x1, kOptimize = 0x2, kLoss = 0x100;
+  auto role = [](const ir::pb::OpDesc& op) {
+    for (const auto& a : op.attrs())
+      if (a.name() == "op_role" && a.type() == ir::pb::INT) return a.i();
+    return 0;
+  };
+  auto single = [](const google::protobuf::RepeatedPtrField<ir::pb::OpDesc::Var>& slots, std::string_view name) {
+    for (const auto& s : slots)
+      if (s.parameter() == name && s.arguments_size() == 1) return s.arguments(0);
+    return std::string();
+  };
+  if (compiled.loss().empty())
+    for (const auto& op : block.desc().ops())
+      if ((role(op) & kLoss) && !(role(op) & (kBackward | kOptimize)) && op.outputs_size() > 0 &&
+          op.outputs(0).arguments_size() == 1) {
+        compiled.set_loss(op.outputs(0).arguments(0));
+        break;
+      }
+  if (compiled.param_grads_size() == 0) {
+    std::unordered_set<std::string> seen;
+    for (const auto& op : block.desc().ops()) {
+      if (!(role(op) & kOptimize)) continue;
+      std::string param = single(op.inputs(), "Param"), grad = single(op.inputs(), "Grad");
+      if (param.empty() || grad.empty() || !seen.insert(param).second) continue;
+      auto* pg = compiled.add_param_grads();
+      pg->set_param(param);
+      pg->set_grad(grad);
+    }
+  }
+
   std::vector<std::string> params(compiled.parameters().begin(), compiled.parameters().end());
   for (const auto& v : block.desc().vars())
     if (v.persistable() && ir::IsTensorVar(v)) params.push_back(v.name());

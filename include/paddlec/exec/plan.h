@@ -85,6 +85,11 @@ class Plan {
   };
   Plan() = default;
   Status PrepareStep(int i);
+  /// Runs step `s`'s shape function on the live tensors.
+  Status InferStep(Step& s);
+  /// Re-infers a prepared step whose shapes follow input values; prepares it and the steps after
+  /// it again when its output shapes moved.
+  Status ReinferStep(int i);
   /// Forgets the preparation of steps [i, end).
   void Unprepare(int i);
   bool ExternalShapesChanged() const;
@@ -103,6 +108,7 @@ class Plan {
   bool use_graph_ = false;
   std::unique_ptr<CapturedWork> graph_;
   std::unique_ptr<ops::SubBlockFactory> sub_blocks_;
+  std::shared_ptr<runtime::Allocator> host_;  // host copies of device shape tensors
   bool profile_ = false;
   int64_t shape_inferences_ = 0;
   double profiled_ms_ = 0;

@@ -465,6 +465,12 @@ void RegisterNormOps(OpRegistry& r) {
       .Input(kBnGSavedMean, "The forward SavedMean.")
       .Input(kBnGSavedVariance, "The forward SavedVariance (inverse standard deviation).")
       .Input(kBnGDY, "Gradient of the loss with respect to Y.")
+      .Input(kBnGMean, "PaddlePaddle's binding of the forward Mean; unused (the saved statistics serve).",
+             kDispensable)
+      .Input(kBnGVariance, "PaddlePaddle's binding of the forward Variance; unused.", kDispensable)
+      .Input(kBnGReserveSpace, "PaddlePaddle's cuDNN reserve from the forward op; unused.", kDispensable)
+      .Input(kBnGMeanOut, "PaddlePaddle's binding of the forward MeanOut; unused.", kDispensable)
+      .Input(kBnGVarianceOut, "PaddlePaddle's binding of the forward VarianceOut; unused.", kDispensable)
       .Output(kBnGDX, "Gradient of the loss with respect to X.")
       .Output(kBnGDScale, "Gradient of the loss with respect to Scale.")
       .Output(kBnGDBias, "Gradient of the loss with respect to Bias.")

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "tensor/tensor_internal.h"
 
@@ -75,16 +76,71 @@ bool FitsIn(const FillValue& v) {
   }
 }
 
+/// Checks that shape input `slot` #i is an integer tensor of `rank` <= 1 (a 1-D shape, or one 0-D / [1]
+/// entry of a shape list).
+Status CheckShapeInput(InferShapeContext& ctx, InSlot slot, int i, bool entry) {
+  DType t = ctx.InputDType(slot, i);
+  if (t != DType::kInt32 && t != DType::kInt64 && t != DType::kUndefined)
+    return ctx.Fail("{} '{}' has dtype {}; a shape tensor is int32 or int64", slot.name, ctx.InputName(slot, i),
+                    DTypeName(t));
+  Dims d = ctx.InputDims(slot, i);
+  if (entry ? !(d.rank() == 0 || (d.rank() == 1 && (d[0] == 1 || d[0] < 0))) : d.rank() != 1)
+    return ctx.Fail("{} '{}' has shape {}; expected {}", slot.name, ctx.InputName(slot, i), d.ToString(),
+                    entry ? "one element ([] or [1])" : "a 1-D tensor");
+  return Status::OK();
+}
+
+/// Out's shape: from ShapeTensor (a 1-D tensor), else ShapeTensorList (one-element tensors), else the
+/// `shape` attribute, as PaddlePaddle gives them precedence. A tensor's values are known at run time
+/// only; until then its dims are unknown (-1), or those of `shape` where PaddlePaddle writes both (an
+/// LSTM's initial state: ShapeTensorList [4, batch, 24] with shape [4, -1, 24]).
+StatusOr<Dims> FillShape(InferShapeContext& ctx) {
+  auto attr = ctx.Attr<std::vector<int64_t>>("shape");
+  std::vector<std::optional<int64_t>> dims;
+  if (ctx.HasInput(kShapeTensor)) {
+    PC_RETURN_IF_ERROR(CheckShapeInput(ctx, kShapeTensor, 0, false));
+    if (auto v = ctx.InputInts(kShapeTensor)) {
+      dims.assign(v->begin(), v->end());
+    } else {
+      int64_t rank = ctx.InputDims(kShapeTensor)[0];
+      if (rank < 0 && attr.empty())
+        return ctx.Fail("ShapeTensor '{}' has an unknown length, so Out's rank is unknown",
+                        ctx.InputName(kShapeTensor));
+      dims.resize(rank < 0 ? attr.size() : static_cast<size_t>(rank));
+    }
+  } else if (ctx.HasInput(kShapeTensorList)) {
+    for (int i = 0; i < ctx.NumInputs(kShapeTensorList); ++i) {
+      PC_RETURN_IF_ERROR(CheckShapeInput(ctx, kShapeTensorList, i, true));
+      auto v = ctx.InputInts(kShapeTensorList, i);
+      dims.push_back(v && v->size() == 1 ? std::optional<int64_t>((*v)[0]) : std::nullopt);
+    }
+  } else {
+    PC_ASSIGN_OR_RETURN(Dims d, Dims::FromRange(attr.begin(), attr.end()));
+    for (int i = 0; i < d.rank(); ++i)
+      if (d[i] < 0)
+        return ctx.Fail("shape {} has negative dimension {} at index {}: fill_constant needs a fully known shape",
+                        d.ToString(), d[i], i);
+    return d;
+  }
+  if (dims.size() > static_cast<size_t>(kMaxRank))
+    return ctx.Fail("the shape tensor gives Out rank {}, above the maximum of {}", dims.size(), kMaxRank);
+  Dims out;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!dims[i]) {
+      out.push_back(dims.size() == attr.size() && attr[i] >= 0 ? attr[i] : -1);
+    } else if (*dims[i] < 0) {
+      return ctx.Fail("the shape tensor{} gives dimension {} at index {}; fill_constant needs sizes >= 0",
+                      ctx.HasInput(kShapeTensor) ? "" : " list", *dims[i], i);
+    } else {
+      out.push_back(*dims[i]);
+    }
+  }
+  return out;
+}
+
 Status InferFillConstant(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kValueTensor, "value"));
-  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kShapeTensor, "shape"));
-  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kShapeTensorList, "shape"));
-  auto shape = ctx.Attr<std::vector<int64_t>>("shape");
-  PC_ASSIGN_OR_RETURN(Dims dims, Dims::FromRange(shape.begin(), shape.end()));
-  for (int i = 0; i < dims.rank(); ++i)
-    if (dims[i] < 0)
-      return ctx.Fail("shape {} has negative dimension {} at index {}: fill_constant needs a fully known shape",
-                      dims.ToString(), dims[i], i);
+  PC_ASSIGN_OR_RETURN(Dims dims, FillShape(ctx));
   int dtype_attr = ctx.Attr<int>("dtype");
   PC_ASSIGN_OR_RETURN(DType dtype, DTypeFromProto(dtype_attr));
   PC_ASSIGN_OR_RETURN(FillValue v, ParseFillValue(ctx.attrs()));
@@ -196,13 +252,16 @@ void RegisterFillOps(OpRegistry& r) {
   OpBuilder fill = r.Add("fill_constant");
   fill.Doc("Creates a tensor of `shape` and `dtype` with every element equal to `value` (or `str_value`).")
       .Input(kValueTensor, "A 1-element tensor overriding `value` (not supported yet).", kDispensable)
-      .Input(kShapeTensor, "A 1-D int tensor overriding `shape` (not supported yet).", kDispensable)
-      .Input(kShapeTensorList, "1-element int tensors overriding `shape` (not supported yet).",
+      .Input(kShapeTensor, "A 1-D int32/int64 tensor whose values are Out's shape; overrides `shape`.",
+             kDispensable)
+      .Input(kShapeTensorList,
+             "One-element int32/int64 tensors, one per dimension of Out; override `shape` (which may hold -1 "
+             "for the dimensions known only at run time).",
              kDuplicable | kDispensable)
       .Output(kOut, "The filled tensor.")
       .Attr("dtype", 5, "Element type of Out as a VarType.Type number (5 = float32).")
       .AllowedInts(tensor_internal::SupportedDTypeNumbers())
-      .Attr("shape", std::vector<int64_t>{}, "Shape of Out; [] makes a 0-D tensor.")
+      .Attr("shape", std::vector<int64_t>{}, "Shape of Out; [] makes a 0-D tensor. Without shape tensors, no -1.")
       .Attr("value", 0.0f, "The fill value.")
       .Attr("str_value", "", "The fill value as text; overrides `value` when non-empty (exact for int64).")
       .Attr("force_cpu", false, "Keep Out in host memory even when the program runs on a GPU.")
