@@ -1,19 +1,47 @@
 #!/usr/bin/env bash
 # paddlec's benchmarks (never part of the tests). Prints median timings; quote them, not single runs.
 #   scripts/bench.sh [--device=cpu|gpu] [--quick]
+#   scripts/bench.sh --peers [--busy N] [--threads T] [--quick]
 # Needs a Release build in build/ (scripts/setup.sh) and hyperfine (installed by setup.sh).
+# --peers runs scripts/bench_peers.py instead: paddlec beside ONNX Runtime, PyTorch eager and
+# PaddlePaddle's static executor on the same networks, shapes and thread count (default 2), with
+# ratios, LeNet's peak training memory and the 5-epoch Adam MLP run; --busy N repeats the timed cases
+# beside N busy background processes and prints each tool's slowdown. The peers live in a
+# benchmark-only virtualenv created here with pip ($PADDLEC_BENCH_VENV, default
+# ~/.cache/paddlec/bench-venv); nothing in the tests uses it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${PADDLEC_BUILD_DIR:-build}"
 DEVICE=cpu
 MIN_TIME=2
-for arg in "$@"; do
-  case "$arg" in
-    --device=*) DEVICE="${arg#--device=}" ;;
+PEERS=0
+BUSY=0
+THREADS=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --device=*) DEVICE="${1#--device=}" ;;
     --quick) MIN_TIME=0.5 ;;
-    *) echo "error: unknown argument $arg" >&2; exit 2 ;;
+    --peers) PEERS=1 ;;
+    --busy=*) BUSY="${1#--busy=}" ;;
+    --busy) BUSY="${2:?--busy needs a count}"; shift ;;
+    --threads=*) THREADS="${1#--threads=}" ;;
+    --threads) THREADS="${2:?--threads needs a count}"; shift ;;
+    *) echo "error: unknown argument $1" >&2; exit 2 ;;
   esac
+  shift
 done
+if [ "$BUSY" != 0 ] && [ "$PEERS" = 0 ]; then echo "error: --busy goes with --peers" >&2; exit 2; fi
+if [ "$PEERS" = 1 ]; then
+  VENV="${PADDLEC_BENCH_VENV:-$HOME/.cache/paddlec/bench-venv}"
+  if ! "$VENV/bin/python" -c "import numpy, onnx, onnxruntime, torch, paddle" 2>/dev/null; then
+    echo "== creating the benchmark-only virtualenv $VENV (numpy, onnx, onnxruntime, torch, paddlepaddle)"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q numpy onnx onnxruntime torch paddlepaddle
+  fi
+  exec "$VENV/bin/python" scripts/bench_peers.py --build "$BUILD" --threads "$THREADS" --busy "$BUSY" \
+    --min-time "$MIN_TIME"
+fi
 B="$BUILD/paddlec_bench"
 P="$BUILD/paddlec"
 TMP="$(mktemp -d)"

@@ -16,8 +16,24 @@
 
 namespace paddlec::driver {
 
-std::string CompilePipeline(const CompileOptions& o) {
-  if (!o.train) return o.inference ? kInferencePipeline : o.passes;
+std::string OptimizationPasses(int level, bool inference) {
+  std::string p;
+  if (level >= 1)
+    p += inference ? ",fold,fuse-conv-bn-act,fuse-conv-bias-act,fuse-conv-pool,fuse-fc,fuse-elementwise,dce"
+                   : ",fold,fuse-conv-bias-act,fuse-fc,fuse-elementwise,dce";
+  if (level >= 2) p += ",plan-memory";
+  return p;
+}
+
+namespace {
+
+/// The pipeline of the options before -O's passes.
+std::string BasePipeline(const CompileOptions& o) {
+  if (!o.train) {
+    if (!o.inference) return o.passes;
+    // kInferencePipeline is -O1's inference pipeline; -O levels rebuild it from its parts.
+    return o.opt_level < 0 ? kInferencePipeline : "validate,infer-shape,for-test,init-params";
+  }
   std::string no_grad;
   for (const auto& v : o.no_grad) no_grad += (no_grad.empty() ? "" : ";") + v;
   std::string backward = "backward";
@@ -38,6 +54,13 @@ std::string CompilePipeline(const CompileOptions& o) {
   return "validate,infer-shape," + backward + "," + opt + ",init-params";
 }
 
+}  // namespace
+
+std::string CompilePipeline(const CompileOptions& o) {
+  std::string base = BasePipeline(o);
+  return o.opt_level < 0 ? base : base + OptimizationPasses(o.opt_level, o.inference && !o.train);
+}
+
 Status RunCompile(const CompileOptions& options, std::ostream& out) {
   auto t0 = std::chrono::steady_clock::now();
   if (options.train && options.inference)
@@ -55,6 +78,19 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
   } else if (!options.output.empty()) {
     out_format = ir::FormatFromPath(options.output).value_or(ir::Format::kBinary);
   }
+
+  // A bare ProgramDesc is for PaddlePaddle, which has no fused_conv2d_bn_act and would not know
+  // the variables -O2 renamed: optimized programs stay paddlec's own.
+  std::string emit = options.emit.empty() ? (FileExtension(options.output) == ".pdmodel" ? "program" : "compiled")
+                                          : options.emit;
+  if (emit != "program" && emit != "compiled")
+    return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled' or 'program', not '{}'", emit);
+  if (emit == "program" && options.opt_level > 0)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "-O{} writes paddlec's fused ops and shared buffers, which PaddlePaddle cannot run, so it "
+                     "cannot be combined with a .pdmodel (--emit=program) output",
+                     options.opt_level)
+        .Note("compile for PaddlePaddle without -O; -O is for paddlec's own outputs (.pb, .pbtxt, .json) and runs");
 
   passes::PassManagerOptions pm_options;
   pm_options.verify_each = options.verify_each;
@@ -77,10 +113,6 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
       PC_ASSIGN_OR_RETURN(effective.loss, GuessLoss(*module));
     }
   }
-  std::string emit = options.emit.empty() ? (FileExtension(options.output) == ".pdmodel" ? "program" : "compiled")
-                                          : options.emit;
-  if (emit != "program" && emit != "compiled")
-    return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled' or 'program', not '{}'", emit);
   // A bare program is for PaddlePaddle, which has none of paddlec's fused ops: --inference writes
   // it unfused.
   if (emit == "program" && options.inference && !options.train) {

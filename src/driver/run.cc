@@ -77,14 +77,16 @@ std::string FileNameFor(std::string name) {
 
 Status RunRun(const RunOptions& options, std::ostream& out) {
   if (options.steps < 1) return MakeError(ErrorCode::kInvalidArgument, "--steps must be at least 1");
-  PC_ASSIGN_OR_RETURN(auto session, Session::Open({.program = options.program,
-                                                   .input_format = options.input_format,
-                                                   .startup = options.startup,
-                                                   .device = options.device,
-                                                   .seed = options.seed,
-                                                   .threads = options.threads,
-                                                   .passes = options.inference ? kInferencePipeline
-                                                                               : "validate,infer-shape,init-params"}));
+  PC_ASSIGN_OR_RETURN(
+      auto session,
+      Session::Open({.program = options.program,
+                     .input_format = options.input_format,
+                     .startup = options.startup,
+                     .device = options.device,
+                     .seed = options.seed,
+                     .threads = options.threads,
+                     .keep_denormals = options.keep_denormals,
+                     .passes = CompilePipeline({.inference = options.inference, .opt_level = options.opt_level})}));
 
   // Check everything the user gave before running anything.
   auto host_alloc = runtime::CpuCachingAllocator::Create();

@@ -45,8 +45,9 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) 
   passes::PassContext ctx{ops::GlobalOpRegistry()};
   PC_RETURN_IF_ERROR(pm.Run(*s->module_, ctx));
   passes::ComputeSignature(*s->module_);
-  PC_ASSIGN_OR_RETURN(s->executor_,
-                      exec::Executor::Create(place, {.num_threads = options.threads, .seed = options.seed}));
+  PC_ASSIGN_OR_RETURN(s->executor_, exec::Executor::Create(place, {.num_threads = options.threads,
+                                                                   .seed = options.seed,
+                                                                   .flush_denormals = !options.keep_denormals}));
   return s;
 }
 

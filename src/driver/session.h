@@ -22,6 +22,7 @@ struct SessionOptions {
   std::string device = "cpu";
   uint64_t seed = 0;
   int threads = 0;
+  bool keep_denormals = false;
   /// The pipeline for programs that are not compiled yet (compiled ones are re-validated only).
   std::string passes = "validate,infer-shape,init-params";
   /// For training: compile with this pipeline when the program has no gradients yet (the loss

@@ -156,6 +156,7 @@ class Trainer {
                                                  .device = o_.device,
                                                  .seed = o_.seed,
                                                  .threads = o_.threads,
+                                                 .keep_denormals = o_.keep_denormals,
                                                  .train = &o_.compile}));
     ir::Module& m = session_->module();
     if (m.compiled().param_grads_size() == 0)

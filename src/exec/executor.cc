@@ -103,6 +103,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(Place place, const Executor
 
 StatusOr<std::unique_ptr<Plan>> Executor::Prepare(ir::Block& block, Scope& scope, PlanOptions options) {
   if (options.seed == 0) options.seed = options_.seed;
+  options.flush_denormals = options_.flush_denormals;
   return Plan::Build(block, scope, *device_, ops::GlobalOpRegistry(), options);
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "paddlec/ops/op_registry.h"
+#include "paddlec/runtime/threads.h"
 
 namespace paddlec::exec {
 
@@ -167,6 +168,8 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
   plan->profile_ = options.profile;
   plan->use_graph_ = options.cuda_graph;
   plan->host_ = runtime::CpuCachingAllocator::Create(size_t{1} << 20);
+  plan->flush_denormals_ = options.flush_denormals;
+  if (device.place().is_cpu()) plan->cpu_threads_ = static_cast<runtime::CpuContext&>(device).num_threads();
   // Control-flow ops run other blocks of the program through plans of their own, each over a child
   // scope of this plan's scope.
   ir::Program* program = &block.program();
@@ -421,6 +424,16 @@ Status Plan::RunRecorded() {
 }
 
 Status Plan::Run() {
+  // The CPU context's thread count and denormal mode, in this thread (and the OpenMP workers it
+  // uses) for this run only: executors with other settings, and the caller, keep theirs.
+  struct RunScope {
+    bool active;
+    runtime::KernelThreadState saved;
+    ~RunScope() {
+      if (active) runtime::LeaveKernelThreads(saved);
+    }
+  } scope{cpu_threads_ > 0, cpu_threads_ > 0 ? runtime::EnterKernelThreads(cpu_threads_, flush_denormals_)
+                                             : runtime::KernelThreadState{}};
   if (use_graph_ && !profile_) return RunRecorded();
   if (!profile_) return RunSteps<false>();
   auto start = std::chrono::steady_clock::now();

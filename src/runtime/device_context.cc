@@ -1,8 +1,6 @@
 // The CPU device context.
 #include "paddlec/runtime/device_context.h"
 
-#include <omp.h>
-
 #include <cstring>
 #include <thread>
 
@@ -29,8 +27,9 @@ Status DeviceContext::CopyToHost(const Tensor& device, Tensor& host, Allocator& 
 
 CpuContext::CpuContext(int num_threads) {
   allocator_ = CpuCachingAllocator::Create();
+  // The count applies while this context's plans run (exec/plan.cc, runtime/threads.h), not
+  // process-wide: executors with different counts coexist.
   num_threads_ = num_threads > 0 ? num_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  omp_set_num_threads(num_threads_);
 }
 
 CpuContext::~CpuContext() = default;

@@ -460,6 +460,16 @@ void OpTest::CheckGrad(const GradCheck& check) {
   for (Place place : AvailablePlaces()) {
     auto r = Execute(**grad_module, place, feeds, grad_names);
     REQUIRE_OK(r.status());
+    // The grad ops' shape functions must agree with their kernels, as the forward's must (Run()).
+    for (const auto& gname : grad_names) {
+      const auto* v = (*grad_module)->main().global_block().FindVar(gname);
+      REQUIRE_MESSAGE(v != nullptr, "the grad ops declare no variable " << gname);
+      auto d = ir::VarDims(*v);
+      REQUIRE_OK(d.status());
+      CHECK_MESSAGE(DimsMatch(*d, r->at(gname).dims()), type_ << ": compile-time dims " << d->ToString() << " of '"
+                                                              << gname << "' disagree with run-time dims "
+                                                              << r->at(gname).dims().ToString());
+    }
     for (const auto& gname : grad_names)
       ExpectClose(Cast(r->at(gname), DType::kFloat64), numeric.at(gname), check.tol,
                   fmt::format("{} analytic vs numeric {} on {} ({})", type_, gname, place.ToString(),

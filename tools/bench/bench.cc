@@ -6,6 +6,8 @@
 //   paddlec_bench train CONFIG --batch B       one training step (forward, backward, adam)
 //   paddlec_bench dispatch [--ops 1000]        a chain of `scale` ops on one element
 //   paddlec_bench resnet --batch B             one training step of a ResNet-20-style conv stack (32x32x3)
+//   paddlec_bench memory CONFIG --batch B      peak RSS of training steps above the idle process (MB)
+// --opt-level N compiles with -ON (default: the pipelines without -O, as `paddlec` does by default).
 // Each prints one line: name, median ms over repetitions of at least --min-time seconds, and
 // GFLOP/s where the work is known.
 #include <dnnl.h>
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <vector>
 
@@ -23,6 +26,7 @@
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
 #include "paddlec/passes/signature.h"
+#include "paddlec/runtime/threads.h"
 
 namespace paddlec {
 namespace {
@@ -37,7 +41,18 @@ struct Args {
   int threads = 0;
   std::string device = "cpu";
   bool cuda_graph = false;
+  int opt_level = -1;
 };
+
+/// Resident memory in MB: the current size, or the peak (VmHWM) so far.
+double ResidentMb(bool peak) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::string key = peak ? "VmHWM:" : "VmRSS:";
+  while (std::getline(f, line))
+    if (line.starts_with(key)) return std::stod(line.substr(key.size())) / 1024.0;
+  return 0;
+}
 
 /// Median milliseconds of `fn` over repetitions lasting at least `min_time` seconds in all.
 template <class F>
@@ -176,17 +191,18 @@ std::string ResNetText() {
   return "blocks { idx: 0 parent_idx: -1\n" + vars + ops + "}\n";
 }
 
-/// Forward (or train) steps of a config at a batch size, on random inputs.
-void Network(const Args& a, bool train, bool inference = false) {
+/// Forward (or train) steps of a config at a batch size, on random inputs; with `idle_mb`, a few
+/// steps and the peak resident memory above it instead of a time.
+void Network(const Args& a, bool train, bool inference = false, double idle_mb = -1) {
   auto text = a.config == "resnet" ? ResNetText() : Must(ReadFile(a.config));
   driver::CompileOptions c;
   c.train = train;
+  c.inference = inference;
+  c.opt_level = a.opt_level;
   c.optimizer = "adam";
   c.lr = 0.001;
   if (train) c.loss = "loss";
-  auto m = CompileText(text, train       ? driver::CompilePipeline(c)
-                             : inference ? driver::kInferencePipeline
-                                         : "validate,infer-shape,init-params");
+  auto m = CompileText(text, driver::CompilePipeline(c));
   auto exec = Must(exec::Executor::Create(Must(ParsePlace(a.device)), {.num_threads = a.threads, .seed = 1}));
   runtime::Scope scope;
   Die(exec->RunOnce(m->startup().global_block(), scope));
@@ -198,11 +214,19 @@ void Network(const Args& a, bool train, bool inference = false) {
     Die(exec->device().CopyFromHost(Random(t, d, *alloc, 10), scope.Var(f.name()).tensor()));
   }
   auto plan = Must(exec->Prepare(m->main().global_block(), scope, {.cuda_graph = a.cuda_graph}));
-  double ms = MedianMs([&] {
-    Die(plan->Run());
-    Die(exec->device().Synchronize());
-  }, a.min_time);
   std::string name = a.config.substr(a.config.find_last_of('/') + 1);
+  if (idle_mb >= 0) {
+    for (int i = 0; i < 3; ++i) Die(plan->Run());
+    std::cout << fmt::format("memory    {:<12} batch={:<4} peak {:.1f} MB above the idle process ({:.1f} MB)\n", name,
+                             a.batch, ResidentMb(true) - idle_mb, idle_mb);
+    return;
+  }
+  double ms = MedianMs(
+      [&] {
+        Die(plan->Run());
+        Die(exec->device().Synchronize());
+      },
+      a.min_time);
   std::cout << fmt::format("{:<9} {:<12} batch={:<4} {:9.3f} ms  {:9.0f} samples/s\n",
                            std::string(train ? "train" : inference ? "inference" : "forward") + (a.cuda_graph ? "+g" : ""),
                            name, a.batch, ms, a.batch / ms * 1e3);
@@ -231,10 +255,13 @@ void Dispatch(const Args& a) {
 
 int main(int argc, char** argv) {
   using namespace paddlec;
+  runtime::ReexecWithBoundedSpin(argv);      // as `paddlec run` does (runtime/threads.h)
+  const double idle_mb = ResidentMb(false);  // libraries loaded, nothing built
   Args a;
   if (argc < 2) {
-    std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|dispatch [CONFIG] [--n N] [--batch B] [--ops N] "
-                 "[--min-time S] [--threads T] [--device D]\n";
+    std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|resnet|memory|dispatch [CONFIG] [--n N] [--batch "
+                 "B] [--ops N] "
+                 "[--min-time S] [--threads T] [--device D] [--opt-level N]\n";
     return 2;
   }
   a.mode = argv[1];
@@ -254,6 +281,8 @@ int main(int argc, char** argv) {
     else if (k == "--threads") a.threads = std::stoi(next());
     else if (k == "--device") a.device = next();
     else if (k == "--cuda-graph") a.cuda_graph = true;
+    else if (k == "--opt-level")
+      a.opt_level = std::stoi(next());
     else if (!k.starts_with("--")) a.config = k;
     else {
       std::cerr << "error: unknown flag " << k << "\n";
@@ -264,6 +293,8 @@ int main(int argc, char** argv) {
   else if (a.mode == "forward") Network(a, false);
   else if (a.mode == "train") Network(a, true);
   else if (a.mode == "inference") Network(a, false, true);
+  else if (a.mode == "memory")
+    Network(a, true, false, idle_mb);
   else if (a.mode == "resnet") {
     a.config = "resnet";
     Network(a, true);

@@ -1,12 +1,13 @@
 // paddlec: the command-line driver. Parses flags with CLI11 and calls paddlec::driver::Run<Command>;
 // everything else lives in the library so every command is testable in-process.
-#include <CLI/CLI.hpp>
 #include <malloc.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "paddlec/core/logging.h"
 #include "paddlec/driver/driver.h"
+#include "paddlec/runtime/threads.h"
 
 namespace {
 
@@ -52,6 +53,8 @@ Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
   c->add_option("--startup", o.startup, "A separate startup ProgramDesc (PaddlePaddle's parameter initializers)");
   c->add_flag("--train", o.train, "Append backward and optimizer ops (a training program)")->group("Training");
   AddTrainingFlags(*c, o);
+  c->add_option("-O,--opt-level", o.opt_level, "Optimization level: 0 none, 1 fusions, 2 fusions and memory planning")
+      ->check(CLI::Range(0, 2));
   return {c, [&o] {
             o.disable_free = true;  // the process ends right after
             return driver::RunCompile(o, std::cout);
@@ -92,6 +95,8 @@ Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
   c->add_option("--metrics", o.metrics_file, "Append one JSON line per evaluation to this file");
   c->add_option("--seed", o.seed, "Seed of parameter initialization, shuffling and random ops")->capture_default_str();
   c->add_option("--threads", o.threads, "CPU threads (default: one per core)");
+  c->add_flag("--keep-denormals", o.keep_denormals,
+              "CPU: keep IEEE denormals (gradual underflow) instead of flushing them to zero (FTZ/DAZ)");
   c->add_option("--limit-train", o.limit_train, "Use only the first N training samples");
   c->add_option("--limit-test", o.limit_test, "Use only the first N test samples");
   c->add_option("--normalize", o.normalize, "Pixel scaling: unit ([0, 1]) or meanstd")
@@ -110,6 +115,9 @@ Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
   o.compile.optimizer = "adam";
   o.compile.lr = 0.001;
   AddTrainingFlags(*c, o.compile);
+  c->add_option("-O,--opt-level", o.compile.opt_level,
+                "Optimization level: 0 none, 1 fusions, 2 fusions and memory planning")
+      ->check(CLI::Range(0, 2));
   return {c, [&o] { return driver::RunTrain(o, std::cout); }};
 }
 
@@ -125,6 +133,8 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   c->add_option("--save-params", o.save_params, "Write the parameters to this file after the run");
   c->add_option("--op-range", o.op_range, "Run only main-program ops [FROM, TO), e.g. 0:5");
   c->add_flag("--inference", o.inference, "Compile the program for inference (as compile --inference) first");
+  c->add_option("-O,--opt-level", o.opt_level, "Optimization level: 0 none, 1 fusions, 2 fusions and memory planning")
+      ->check(CLI::Range(0, 2));
   c->add_option("--steps", o.steps, "Run the program this many times (timing)")->capture_default_str();
   c->add_flag("--each-step", o.each_step,
               "Fetch after every step: one line per step, or with --out NAME.npy stacked as [steps, ...]");
@@ -132,6 +142,8 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   c->add_flag("--cuda-graph", o.cuda_graph, "GPU: record the steady-state step once as a CUDA graph and replay it");
   c->add_option("--seed", o.seed, "Program random seed (random ops with seed 0 derive theirs from it)");
   c->add_option("--threads", o.threads, "CPU threads (default: one per core)");
+  c->add_flag("--keep-denormals", o.keep_denormals,
+              "CPU: keep IEEE denormals (gradual underflow) instead of flushing them to zero (FTZ/DAZ)");
   c->add_option("--input-format", o.input_format, "Program format when the extension does not tell")
       ->check(CLI::IsMember({"text", "binary", "json"}));
   return {c, [&o] { return driver::RunRun(o, std::cout); }};
@@ -156,6 +168,9 @@ Command AddGenPython(CLI::App& app, driver::GenPythonOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The commands that run kernels start over once with libgomp's spin bounded (runtime/threads.h).
+  if (argc > 1 && (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "train"))
+    paddlec::runtime::ReexecWithBoundedSpin(argv);
   // glibc returns freed large blocks to the OS and page-faults them back on the next parse or GEMM
   // buffer (2-4x slower first parses here, shared/reference/machine.md); keep them instead.
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

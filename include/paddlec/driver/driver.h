@@ -37,6 +37,9 @@ struct CompileOptions {
   /// Compile for inference (kInferencePipeline) instead of `passes`.
   bool inference = false;
   std::string passes = kDefaultPipeline;
+  /// -O0/-O1/-O2: the optimization passes appended to the pipeline (OptimizationPasses); -1 keeps
+  /// `passes` (or the inference / training pipeline) as it is.
+  int opt_level = -1;
   std::string pipeline_file;  // a PassPipeline textproto; replaces `passes`
   std::vector<std::string> print_ir_before, print_ir_after;  // pass names or "all"
   bool verify_each = false;
@@ -62,6 +65,11 @@ struct CompileOptions {
   std::vector<std::string> no_grad;
 };
 
+/// The optimization passes of -O`level` (0, 1 or 2) after a pipeline's other passes: -O1 folds
+/// constants, fuses (fc, element-wise op + activation; conv + batch_norm + relu for inference) and
+/// removes dead code, -O2 also plans memory. "" for -O0.
+std::string OptimizationPasses(int level, bool inference);
+
 /// The pass pipeline `compile` runs for these options (exposed for tests and `train`).
 std::string CompilePipeline(const CompileOptions& options);
 
@@ -85,12 +93,14 @@ struct RunOptions {
   std::string save_params;           // write the parameters here after the run
   std::string op_range;              // "FROM:TO" = run only main-program ops [FROM, TO)
   bool inference = false;            // compile an uncompiled program with kInferencePipeline
+  int opt_level = -1;                // -O0/-O1/-O2 for an uncompiled program (CompileOptions::opt_level)
   int steps = 1;
   bool each_step = false;            // fetch after every step: one line (or one .npy row) per step
   bool profile = false;
   bool cuda_graph = false;           // replay the steady-state step as a CUDA graph (GPU)
   uint64_t seed = 0;
   int threads = 0;
+  bool keep_denormals = false;  // CPU: IEEE gradual underflow instead of FTZ/DAZ
 };
 
 /// `paddlec run`: initialize or load parameters, feed, run the main program, fetch.
@@ -109,6 +119,7 @@ struct TrainOptions {
   std::string metrics_file;    // one JSON object per evaluation
   uint64_t seed = 1;
   int threads = 0;
+  bool keep_denormals = false;  // CPU: IEEE gradual underflow instead of FTZ/DAZ
   int64_t limit_train = 0;     // use only the first N training / test samples (0: all)
   int64_t limit_test = 0;
   std::string normalize = "unit";  // unit | meanstd

@@ -11,6 +11,8 @@ namespace paddlec::exec {
 struct ExecutorOptions {
   int num_threads = 0;  // CPU intra-op threads; 0 = one per core
   uint64_t seed = 0;    // program random seed passed to every plan
+  /// Run CPU kernels with denormals flushed to zero (FTZ/DAZ); false keeps IEEE gradual underflow.
+  bool flush_denormals = true;
 };
 
 class Executor {

@@ -48,6 +48,10 @@ struct PlanOptions {
   /// Record the steady-state step once as a CUDA graph and replay it (GPU places). Falls back to
   /// running the ops one by one, with a warning, when the device or an op cannot be replayed.
   bool cuda_graph = false;
+  /// CPU: run kernels with denormals flushed to zero (FTZ/DAZ) in every thread, as TensorFlow does:
+  /// denormal operands cost ~100x on many CPUs (Adam's decaying moments reach them). false keeps
+  /// IEEE gradual underflow. The executor sets it from ExecutorOptions.
+  bool flush_denormals = true;
 };
 
 struct OpTypeProfile {
@@ -110,6 +114,8 @@ class Plan {
   std::unique_ptr<ops::SubBlockFactory> sub_blocks_;
   std::shared_ptr<runtime::Allocator> host_;  // host copies of device shape tensors
   bool profile_ = false;
+  int cpu_threads_ = 0;  // the CPU context's thread count, applied while Run runs; 0 off the CPU
+  bool flush_denormals_ = true;
   int64_t shape_inferences_ = 0;
   double profiled_ms_ = 0;
 };

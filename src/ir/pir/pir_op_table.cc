@@ -126,6 +126,14 @@ constexpr TableRow kRows[] = {
     {"pd_op.mean_grad", "reduce_mean_grad", "X, Out@GRAD, @dim:ints -> X@GRAD", "keepdim>keep_dim"},
     {"pd_op.sum_grad", "reduce_sum_grad", "X, Out@GRAD, @dim:ints -> X@GRAD", "keepdim>keep_dim"},
     {"pd_op.mean_all_grad", "mean_grad", "X, Out@GRAD -> X@GRAD"},
+    {"pd_op.conv2d_grad", "conv2d_grad", "Input, Filter, Output@GRAD -> Input@GRAD, Filter@GRAD"},
+    {"pd_op.pool2d_grad", "pool2d_grad", "X, Out, Out@GRAD, @ksize:ints -> X@GRAD", "strides:ints paddings:ints"},
+    {"pd_op.batch_norm_grad", "batch_norm_grad",
+     "X, Scale, Bias, MeanOut, VarianceOut, SavedMean, SavedVariance, ReserveSpace, Y@GRAD -> X@GRAD, Scale@GRAD, "
+     "Bias@GRAD",
+     "data_format>data_layout"},
+    {"pd_op.reshape_grad", "reshape2_grad", "X, Out@GRAD -> X@GRAD"},
+    {"pd_op.flatten_grad", "flatten_contiguous_range_grad", "X, Out@GRAD -> X@GRAD"},
     {"pd_op.cross_entropy_with_softmax_grad", "softmax_with_cross_entropy_grad",
      "Label, Softmax, Loss@GRAD -> Logits@GRAD"},
 

@@ -1,113 +1,89 @@
-// The activation family's CUDA kernels as paddlec kernels: attribute decoding, tensor plumbing and
-// registration around the launchers of activation.cu. Built into libpaddlec_cuda.so only.
+// The activation family's CUDA kernels as paddlec kernels: tensor plumbing and registration around
+// the launchers of activation.cu, for every op of kActivations (attributes decoded by the shared
+// DecodeActivation) and softmax / log_softmax. Built into libpaddlec_cuda.so only.
 #include "activation/activation_cuda.h"
 
+#include "activation/activation_slots.h"
 #include "common/cuda_host.h"
 
 namespace paddlec::ops {
 namespace {
 
-using cuda::Activation;
+using namespace activation;  // NOLINT: the family's shared slots and decoding
 
-constexpr InSlot kX{0, "X"};
-constexpr OutSlot kOut{0, "Out"};
-constexpr InSlot kA{0, "Out or X"};  // the grad ops' first input
-constexpr InSlot kDOut{1, "Out@GRAD"};
-constexpr OutSlot kDX{0, "X@GRAD"};
-
-/// One element-wise activation and its gradient; `alpha` from leaky_relu's attribute.
+/// One element-wise activation or its gradient.
 template <class T>
 class ActivationKernel final : public OpKernel {
  public:
-  ActivationKernel(const KernelInit& init, Activation f, bool grad) : f_(f), grad_(grad) {
-    if (f == Activation::kLeakyRelu) alpha_ = init.attrs.Get<float>("alpha");
-    if (f == Activation::kGelu && init.attrs.Get<bool>("approximate")) f_ = Activation::kGeluTanh;
-  }
+  ActivationKernel(const KernelInit& init, const ActivationOp& op, bool grad)
+      : call_(DecodeActivation(op.kind, init.attrs)), dout_(DOutSlot(op.reads)), grad_(grad) {}
   Status Run(KernelContext& ctx) override {
     if (!grad_) {
       const Tensor& x = ctx.In(kX);
-      return cuda::Launched(cuda::ActivationForward<T>(f_, x.data<T>(), ctx.Out(kOut).data<T>(), x.numel(), alpha_,
-                                                       cuda::Stream(ctx)),
+      return cuda::Launched(cuda::ActivationForward<T>(call_.kind, call_.p, x.data<T>(), ctx.Out(kOut).data<T>(),
+                                                       x.numel(), cuda::Stream(ctx)),
                             "activation forward");
     }
     Tensor* dx = ctx.OutOpt(kDX);
     if (dx == nullptr) return Status::OK();
-    return cuda::Launched(cuda::ActivationBackward<T>(f_, ctx.In(kA).data<T>(), ctx.In(kDOut).data<T>(),
-                                                      dx->data<T>(), dx->numel(), alpha_, cuda::Stream(ctx)),
-                          "activation backward");
+    return cuda::Launched(
+        cuda::ActivationBackward<T>(call_.kind, call_.p, ctx.In(kGradA).data<T>(), ctx.In(dout_).data<T>(),
+                                    dx->data<T>(), dx->numel(), cuda::Stream(ctx)),
+        "activation backward");
   }
 
  private:
-  Activation f_;
+  ActivationCall call_;
+  InSlot dout_;
   bool grad_;
-  float alpha_ = 0;
 };
 
-struct AxisView {
-  int64_t outer, n, inner;
-};
-
-AxisView ViewAround(const Dims& d, int axis) {
-  if (d.rank() == 0) return {1, 1, 1};
-  int a = NormalizeAxis(axis, d.rank());
-  return {d.Product(0, a), d[a], d.Product(a + 1, d.rank())};
+template <class T>
+Status SoftmaxCuda(KernelContext& ctx, const SoftmaxAttrs& a) {
+  const Tensor& x = ctx.In(kX);
+  const AxisView v = ViewAround(x.dims(), a.axis);
+  return cuda::Launched(
+      cuda::SoftmaxForward<T>(x.data<T>(), ctx.Out(kOut).data<T>(), v.outer, v.n, v.inner, false, cuda::Stream(ctx)),
+      "softmax forward");
 }
 
 template <class T>
-class SoftmaxKernel final : public OpKernel {
- public:
-  SoftmaxKernel(const KernelInit& init, bool log, bool grad)
-      : axis_(init.attrs.Get<int>("axis")), log_(log), grad_(grad) {}
-  Status Run(KernelContext& ctx) override {
-    if (!grad_) {
-      const Tensor& x = ctx.In(kX);
-      AxisView v = ViewAround(x.dims(), axis_);
-      return cuda::Launched(cuda::SoftmaxForward<T>(x.data<T>(), ctx.Out(kOut).data<T>(), v.outer, v.n, v.inner, log_,
-                                                    cuda::Stream(ctx)),
-                            "softmax forward");
-    }
-    Tensor* dx = ctx.OutOpt(kDX);
-    if (dx == nullptr) return Status::OK();
-    AxisView v = ViewAround(dx->dims(), axis_);
-    return cuda::Launched(cuda::SoftmaxBackward<T>(ctx.In(kA).data<T>(), ctx.In(kDOut).data<T>(), dx->data<T>(),
-                                                   v.outer, v.n, v.inner, log_, cuda::Stream(ctx)),
-                          "softmax backward");
-  }
+Status LogSoftmaxCuda(KernelContext& ctx, const SoftmaxAttrs& a) {
+  const Tensor& x = ctx.In(kX);
+  const AxisView v = ViewAround(x.dims(), a.axis);
+  return cuda::Launched(
+      cuda::SoftmaxForward<T>(x.data<T>(), ctx.Out(kOut).data<T>(), v.outer, v.n, v.inner, true, cuda::Stream(ctx)),
+      "log_softmax forward");
+}
 
- private:
-  int axis_;
-  bool log_, grad_;
-};
-
-template <class T>
-KernelFactory ActivationFactory(Activation f, bool grad) {
-  return [f, grad](const KernelInit& init) -> StatusOr<std::unique_ptr<OpKernel>> {
-    return std::unique_ptr<OpKernel>(new ActivationKernel<T>(init, f, grad));
-  };
+template <class T, bool kLog>
+Status SoftmaxGradCuda(KernelContext& ctx, const SoftmaxAttrs& a) {
+  Tensor* dx = ctx.OutOpt(kDX);
+  if (dx == nullptr) return Status::OK();
+  const AxisView v = ViewAround(dx->dims(), a.axis);
+  return cuda::Launched(cuda::SoftmaxBackward<T>(ctx.In(kSoftmaxOut).data<T>(), ctx.In(kSoftmaxDOut).data<T>(),
+                                                 dx->data<T>(), v.outer, v.n, v.inner, kLog, cuda::Stream(ctx)),
+                        "softmax backward");
 }
 
 template <class T>
-KernelFactory SoftmaxFactory(bool log, bool grad) {
-  return [log, grad](const KernelInit& init) -> StatusOr<std::unique_ptr<OpKernel>> {
-    return std::unique_ptr<OpKernel>(new SoftmaxKernel<T>(init, log, grad));
+KernelFactory ActivationFactory(const ActivationOp& op, bool grad) {
+  return [op, grad](const KernelInit& init) -> StatusOr<std::unique_ptr<OpKernel>> {
+    return std::unique_ptr<OpKernel>(new ActivationKernel<T>(init, op, grad));
   };
 }
 
 template <class T>
 Status RegisterFor(OpRegistry& r, DType dt) {
-  const std::pair<const char*, Activation> kUnary[] = {{"relu", Activation::kRelu},       {"sigmoid", Activation::kSigmoid},
-                                                       {"tanh", Activation::kTanh},       {"sqrt", Activation::kSqrt},
-                                                       {"gelu", Activation::kGelu},       {"leaky_relu", Activation::kLeakyRelu}};
-  for (auto [op, f] : kUnary) {
-    PC_RETURN_IF_ERROR(r.AddKernel(op, DeviceType::kCUDA, dt, ActivationFactory<T>(f, false)));
-    PC_RETURN_IF_ERROR(r.AddKernel(std::string(op) + "_grad", DeviceType::kCUDA, dt, ActivationFactory<T>(f, true)));
+  for (const ActivationOp& op : kActivations) {
+    PC_RETURN_IF_ERROR(r.AddKernel(op.type, DeviceType::kCUDA, dt, ActivationFactory<T>(op, false)));
+    PC_RETURN_IF_ERROR(
+        r.AddKernel(std::string(op.type) + "_grad", DeviceType::kCUDA, dt, ActivationFactory<T>(op, true)));
   }
-  for (bool log : {false, true}) {
-    std::string op = log ? "log_softmax" : "softmax";
-    PC_RETURN_IF_ERROR(r.AddKernel(op, DeviceType::kCUDA, dt, SoftmaxFactory<T>(log, false)));
-    PC_RETURN_IF_ERROR(r.AddKernel(op + "_grad", DeviceType::kCUDA, dt, SoftmaxFactory<T>(log, true)));
-  }
-  return Status::OK();
+  PC_RETURN_IF_ERROR(r.AddKernel("softmax", DeviceType::kCUDA, dt, MakeKernel(SoftmaxCuda<T>)));
+  PC_RETURN_IF_ERROR(r.AddKernel("log_softmax", DeviceType::kCUDA, dt, MakeKernel(LogSoftmaxCuda<T>)));
+  PC_RETURN_IF_ERROR(r.AddKernel("softmax_grad", DeviceType::kCUDA, dt, MakeKernel(SoftmaxGradCuda<T, false>)));
+  return r.AddKernel("log_softmax_grad", DeviceType::kCUDA, dt, MakeKernel(SoftmaxGradCuda<T, true>));
 }
 
 }  // namespace

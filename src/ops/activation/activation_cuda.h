@@ -5,16 +5,16 @@
 
 #include <cstdint>
 
+#include "activation/activation_kind.h"
+
 namespace paddlec::ops::cuda {
 
-enum class Activation { kRelu, kSigmoid, kTanh, kSqrt, kGelu, kGeluTanh, kLeakyRelu };
-
-/// y = f(x) element-wise; `alpha` is leaky_relu's slope.
+/// y = f(x) element-wise, f's parameters in `p` (activation_slots.h's DecodeActivation).
 template <class T>
-cudaError_t ActivationForward(Activation f, const T* x, T* y, int64_t n, float alpha, cudaStream_t s);
-/// dx = f'(a) * dy, where `a` is the forward output (relu, sigmoid, tanh, sqrt) or input (the others).
+cudaError_t ActivationForward(Activation f, ActParams p, const T* x, T* y, int64_t n, cudaStream_t s);
+/// dx = f'(a) * dy, where `a` is the forward output for GradReads::kOut and the input otherwise.
 template <class T>
-cudaError_t ActivationBackward(Activation f, const T* a, const T* dy, T* dx, int64_t n, float alpha, cudaStream_t s);
+cudaError_t ActivationBackward(Activation f, ActParams p, const T* a, const T* dy, T* dx, int64_t n, cudaStream_t s);
 /// Softmax or log-softmax of every length-n line with stride `inner`, over an [outer, n, inner] view.
 template <class T>
 cudaError_t SoftmaxForward(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log, cudaStream_t s);

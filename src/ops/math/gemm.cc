@@ -5,10 +5,61 @@
 #include <algorithm>
 
 #include "paddlec/runtime/onednn.h"
+#include "paddlec/runtime/threads.h"
 
 namespace paddlec::ops::math {
 
 namespace {
+
+// Small products run oneDNN on the calling thread (runtime::OneDnnThreads): oneDNN's threaded GEMM
+// splits a one-row product along K and joins the halves at a spinning barrier. Few-row products do
+// not reach oneDNN at all (SmallRowsGemm).
+
+/// Rows up to which SmallRowsGemm replaces oneDNN (fc and mul at batch 1..4).
+constexpr int64_t kSmallRows = 4;
+/// Columns per task of SmallRowsGemm: a multiple of the vector width, and enough work per task
+/// (K * 64 multiply-adds) that the fork is paid back.
+constexpr int64_t kColumnBlock = 64;
+
+/// C [M, N] = epilogue(A [M, K] * B [K, N]) for a few rows, split by columns over the pool: each
+/// thread streams its own slice of B, always the same one, so at batch 1 the weights of an fc layer
+/// stay in the threads' L2 caches between steps (784x512 floats are 1.6 MB, half per core) and the
+/// product runs at cache speed. The only synchronisation is the pool's fork and join, which sleep
+/// after a bounded spin (runtime/threads.h), so a busy machine slows it down gracefully.
+void SmallRowsGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, const float* bias, float* c) {
+  const int64_t m = s.m, k = s.k, n = s.n;
+  const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+  // Worth a thread: about 64K multiply-adds, ~5 us of one core.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * m * kColumnBlock));
+  runtime::ParallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
+    for (int64_t j0 = b0 * kColumnBlock; j0 < std::min(n, b1 * kColumnBlock); j0 += kColumnBlock) {
+      const int64_t w = std::min(kColumnBlock, n - j0);
+      for (int64_t i = 0; i < m; ++i) {
+        // One row of a column block accumulates in registers (8 vectors) while B's rows stream by;
+        // C is read and written once.
+        float acc[kColumnBlock];
+        for (int64_t j = 0; j < kColumnBlock; ++j) acc[j] = e.bias && j < w ? bias[j0 + j] : 0.0f;
+        const float* ai = a + i * k;
+        if (w == kColumnBlock) {
+          for (int64_t q = 0; q < k; ++q) {
+            const float* bq = b + q * n + j0;
+            const float aiq = ai[q];
+#pragma omp simd
+            for (int64_t j = 0; j < kColumnBlock; ++j) acc[j] += aiq * bq[j];
+          }
+        } else {
+          for (int64_t q = 0; q < k; ++q) {
+            const float* bq = b + q * n + j0;
+            const float aiq = ai[q];
+            for (int64_t j = 0; j < w; ++j) acc[j] += aiq * bq[j];
+          }
+        }
+        float* ci = c + i * n + j0;
+        for (int64_t j = 0; j < w; ++j) ci[j] = e.relu ? std::max(acc[j], 0.0f) : acc[j];
+      }
+    }
+  });
+}
 
 /// The oneDNN view of a logical [batch..., rows, cols] operand stored [batch..., rows, cols]
 /// row-major, or [batch..., cols, rows] when `trans`: the transpose is just a pair of strides.
@@ -32,35 +83,65 @@ dnnl::memory::desc MatrixDesc(const Dims& batch, int64_t rows, int64_t cols, boo
 
 struct Gemm<float>::Primitive {
   GemmShape shape;
+  GemmEpilogue epilogue;
+  int threads = 0;  // the OpenMP threads it was created for
   dnnl::matmul matmul;
-  dnnl::memory a, b, c, scratchpad;
+  dnnl::memory a, b, c, bias, scratchpad;
   // Arguments in the C API's form, built once: dnnl::primitive::execute would rebuild (and allocate)
   // this array from a std::unordered_map on every call.
-  dnnl_exec_arg_t args[4];
+  dnnl_exec_arg_t args[5];
   int nargs = 0;
 };
 
 Gemm<float>::Gemm() = default;
 Gemm<float>::~Gemm() = default;
 
-Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, const float* a, const float* b, float* c) {
+Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilogue e, const float* a, const float* b,
+                        const float* bias, float* c) {
   if (s.m == 0 || s.n == 0 || s.c_batch.Numel() == 0) return Status::OK();
   if (s.k == 0) {
-    std::fill(c, c + s.c_batch.Numel() * s.m * s.n, 0.0f);
+    // An empty sum: C is the epilogue of zeros.
+    const int64_t rows = s.c_batch.Numel() * s.m;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        float v = e.bias ? bias[j] : 0.0f;
+        c[i * s.n + j] = e.relu ? std::max(v, 0.0f) : v;
+      }
+    return Status::OK();
+  }
+  if (s.m <= kSmallRows && s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b) {
+    SmallRowsGemm(s, e, a, b, bias, c);
     return Status::OK();
   }
   runtime::OneDnnHandles& dnn = cpu.onednn();
-  if (prim_ == nullptr || !(prim_->shape == s)) {
+  // Primitives are created and run under the same cap: oneDNN plans its split of the work from the
+  // thread count it sees at creation.
+  const int threads = runtime::OneDnnThreads(2.0 * static_cast<double>(s.m) * s.n * s.k * s.c_batch.Numel());
+  runtime::ScopedMaxThreads cap(threads);
+  if (prim_ == nullptr || !(prim_->shape == s) || !(prim_->epilogue == e) || prim_->threads != threads) {
     try {
       auto p = std::make_unique<Primitive>();
       p->shape = s;
+      p->epilogue = e;
+      p->threads = threads;
       dnnl::primitive_attr attr;
+      if (e.relu) {
+        dnnl::post_ops ops;
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+        attr.set_post_ops(ops);
+      }
       // The primitive's scratch memory is ours, allocated here once, not by oneDNN at each call.
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       const auto a_md = MatrixDesc(s.a_batch, s.m, s.k, s.trans_a);
       const auto b_md = MatrixDesc(s.b_batch, s.k, s.n, s.trans_b);
       const auto c_md = MatrixDesc(s.c_batch, s.m, s.n, false);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, dnn.engine);
+      // The bias broadcasts over the batch and the rows: dims of 1 there, N last.
+      dnnl::memory::dims bias_dims(s.c_batch.rank() + 2, 1);
+      bias_dims.back() = s.n;
+      const dnnl::memory::dims bias_strides(bias_dims.size(), 1);
+      const dnnl::memory::desc bias_md(bias_dims, dnnl::memory::data_type::f32, bias_strides);
+      auto desc = e.bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);
+      dnnl::matmul::primitive_desc pd(desc, attr, dnn.engine);
       p->matmul = dnnl::matmul(pd);
       p->a = dnnl::memory(a_md, dnn.engine, DNNL_MEMORY_NONE);
       p->b = dnnl::memory(b_md, dnn.engine, DNNL_MEMORY_NONE);
@@ -69,6 +150,10 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, const floa
       p->args[1] = {DNNL_ARG_WEIGHTS, p->b.get()};
       p->args[2] = {DNNL_ARG_DST, p->c.get()};
       p->nargs = 3;
+      if (e.bias) {
+        p->bias = dnnl::memory(bias_md, dnn.engine, DNNL_MEMORY_NONE);
+        p->args[p->nargs++] = {DNNL_ARG_BIAS, p->bias.get()};
+      }
       if (pd.scratchpad_desc().get_size() > 0) {
         p->scratchpad = dnnl::memory(pd.scratchpad_desc(), dnn.engine);
         p->args[p->nargs++] = {DNNL_ARG_SCRATCHPAD, p->scratchpad.get()};
@@ -84,6 +169,7 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, const floa
   dnnl_status_t st = dnnl_memory_set_data_handle(p.a.get(), const_cast<float*>(a));
   if (st == dnnl_success) st = dnnl_memory_set_data_handle(p.b.get(), const_cast<float*>(b));
   if (st == dnnl_success) st = dnnl_memory_set_data_handle(p.c.get(), c);
+  if (st == dnnl_success && e.bias) st = dnnl_memory_set_data_handle(p.bias.get(), const_cast<float*>(bias));
   if (st == dnnl_success) st = dnnl_primitive_execute(p.matmul.get(), dnn.stream.get(), p.nargs, p.args);
   if (st == dnnl_success) st = dnnl_stream_wait(dnn.stream.get());
   if (st != dnnl_success)

@@ -30,6 +30,14 @@ struct GemmShape {
   }
 };
 
+/// What a product may add before it writes C (the fc op's bias and activation): applied inside the
+/// GEMM as oneDNN post-ops, so C is written once. `bias` has N values, added to every row.
+struct GemmEpilogue {
+  bool bias = false;
+  bool relu = false;
+  friend bool operator==(const GemmEpilogue&, const GemmEpilogue&) = default;
+};
+
 template <class T>
 class Gemm;
 
@@ -41,7 +49,12 @@ class Gemm<float> {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
   /// Runs the product, (re)building the oneDNN primitive when `shape` differs from the last call's.
-  Status Run(runtime::CpuContext& cpu, const GemmShape& shape, const float* a, const float* b, float* c);
+  Status Run(runtime::CpuContext& cpu, const GemmShape& shape, const float* a, const float* b, float* c) {
+    return Run(cpu, shape, {}, a, b, nullptr, c);
+  }
+  /// C = epilogue(A * B): with bias, `bias` holds N values (2-D products only).
+  Status Run(runtime::CpuContext& cpu, const GemmShape& shape, GemmEpilogue epilogue, const float* a, const float* b,
+             const float* bias, float* c);
 
  private:
   struct Primitive;

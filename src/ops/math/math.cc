@@ -1,7 +1,8 @@
 // The math family's entry point, and its small element-wise ops: scale, sum (add_n) and square.
 //
 // The larger concepts live beside this file: elementwise.cc (broadcasting binary ops), matmul.cc
-// (mul, matmul_v2 on oneDNN), reduce.cc (mean, reduce_sum, reduce_mean) and cos_sim.cc.
+// (mul, matmul_v2 on oneDNN), reduce.cc (mean, reduce_sum, reduce_mean), cos_sim.cc, expand.cc
+// (expand_v2, tile), cumsum.cc and compare.cc (the comparison ops, where).
 #include <algorithm>
 
 #include "common/cpu_kernels.h"
@@ -15,6 +16,11 @@ void RegisterElementwiseOps(OpRegistry& r);
 void RegisterMatmulOps(OpRegistry& r);
 void RegisterReduceOps(OpRegistry& r);
 void RegisterCosSimOps(OpRegistry& r);
+void RegisterExpandOps(OpRegistry& r);
+void RegisterCumsumOps(OpRegistry& r);
+void RegisterCompareOps(OpRegistry& r);
+void RegisterFcOps(OpRegistry& r);
+void RegisterFusedElementwiseOps(OpRegistry& r);
 
 namespace {
 
@@ -266,6 +272,11 @@ void RegisterMathOps(OpRegistry& r) {
   RegisterMatmulOps(r);
   RegisterReduceOps(r);
   RegisterCosSimOps(r);
+  RegisterExpandOps(r);
+  RegisterCumsumOps(r);
+  RegisterCompareOps(r);
+  RegisterFcOps(r);
+  RegisterFusedElementwiseOps(r);
 }
 
 }  // namespace paddlec::ops

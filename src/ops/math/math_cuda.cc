@@ -1,6 +1,7 @@
 // The math family's CUDA kernels: registration of the whole family, and the small ops scale, sum
 // (add_n) and square (math.cc's twins; launchers in math.cu). The larger concepts have their own
-// files beside this one: elementwise_cuda.cc, matmul_cuda.cc, reduce_cuda.cc, cos_sim_cuda.cc.
+// files beside this one: elementwise_cuda.cc, matmul_cuda.cc, reduce_cuda.cc, cos_sim_cuda.cc,
+// expand_cuda.cc, cumsum_cuda.cc, compare_cuda.cc.
 // Built into libpaddlec_cuda.so only.
 #include <type_traits>
 #include <vector>
@@ -136,7 +137,10 @@ Status RegisterMathCudaKernels(OpRegistry& r) {
   PC_RETURN_IF_ERROR(RegisterElementwiseCudaKernels(r));
   PC_RETURN_IF_ERROR(RegisterMatmulCudaKernels(r));
   PC_RETURN_IF_ERROR(RegisterReduceCudaKernels(r));
-  return RegisterCosSimCudaKernels(r);
+  PC_RETURN_IF_ERROR(RegisterCosSimCudaKernels(r));
+  PC_RETURN_IF_ERROR(RegisterExpandCudaKernels(r));
+  PC_RETURN_IF_ERROR(RegisterCumsumCudaKernels(r));
+  return RegisterCompareCudaKernels(r);
 }
 
 }  // namespace paddlec::ops

@@ -1,4 +1,5 @@
-// Launchers of the math family's CUDA kernels (elementwise.cu, reduce.cu, math.cu), in plain types.
+// Launchers of the math family's CUDA kernels (elementwise.cu, reduce.cu, math.cu, expand.cu,
+// cumsum.cu, compare.cu), in plain types.
 // Every launcher queues work on `s` and returns the launch error; none waits for the GPU.
 // Products (mul, matmul_v2) run on cuBLAS from the host side and need no launcher of their own
 // beyond the batch reductions here.
@@ -8,6 +9,7 @@
 
 #include <cstdint>
 
+#include "math/compare_kind.h"
 #include "math/math_cuda_index.h"
 
 namespace paddlec::ops::cuda {
@@ -114,5 +116,39 @@ inline int64_t CosSimGradScratchElems(int64_t n, int64_t d, bool bcast) {
 /// dx, dy may be null (not requested).
 template <class T>
 cudaError_t CosSimGrad(const CosSimGradInputs<T>& in, T* dx, T* dy, void* scratch, cudaStream_t s);
+
+// ---- expand.cu -----------------------------------------------------------------------------------
+
+/// dst[i] = src[off(i)] for the n elements of dst (operand 0 of `idx` is dst's own flat index,
+/// operand 1 the source), moving elements of `elem_bytes` (1, 2, 4 or 8) bytes: every dtype.
+cudaError_t BroadcastCopy(const void* src, void* dst, int elem_bytes, int64_t n, const StridedIndex<2>& idx,
+                          cudaStream_t s);
+
+// ---- cumsum.cu -----------------------------------------------------------------------------------
+
+/// y = the scan of x over [outer, n, inner] lines: y[k] = x[0] + ... + x[k] along each line (exclusive:
+/// up to x[k - 1]; reverse: from the end), summed in order in T as on the CPU. Long single lines
+/// (inner == 1) take a block each. T: float, double, int32, int64.
+template <class T>
+cudaError_t Cumsum(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool exclusive, bool reverse,
+                   cudaStream_t s);
+
+// ---- compare.cu ----------------------------------------------------------------------------------
+
+/// out = Relate<kind>(x, y) over the n elements of Out; x and y at Out's index when `bcast` is null,
+/// else at its operands 0 (X) and 1 (Y). T: float, double, int32, int64, bool.
+template <class T>
+cudaError_t CompareForward(Compare kind, const T* x, const T* y, bool* out, int64_t n, const StridedIndex<2>* bcast,
+                           cudaStream_t s);
+/// out = c ? x : y over the n elements of Out; operands at Out's index when `bcast` is null, else at
+/// its operands 0 (Condition), 1 (X), 2 (Y). T: float, double, int32, int64, bool.
+template <class T>
+cudaError_t WhereForward(const bool* c, const T* x, const T* y, T* out, int64_t n, const StridedIndex<3>* bcast,
+                         cudaStream_t s);
+/// grad = (c == when_true ? dout : 0) summed onto the target: operands {Out-shaped, Condition,
+/// target}. `scratch` holds plan.scratch_elems * 8 bytes. T: float, double.
+template <class T>
+cudaError_t WhereGrad(const bool* c, const T* dout, T* grad, bool when_true, const ReduceIndex<3>& idx,
+                      const ReducePlan& plan, void* scratch, cudaStream_t s);
 
 }  // namespace paddlec::ops::cuda

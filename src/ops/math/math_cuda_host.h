@@ -37,5 +37,8 @@ Status RegisterElementwiseCudaKernels(OpRegistry& r);
 Status RegisterMatmulCudaKernels(OpRegistry& r);
 Status RegisterReduceCudaKernels(OpRegistry& r);
 Status RegisterCosSimCudaKernels(OpRegistry& r);
+Status RegisterExpandCudaKernels(OpRegistry& r);
+Status RegisterCumsumCudaKernels(OpRegistry& r);
+Status RegisterCompareCudaKernels(OpRegistry& r);
 
 }  // namespace paddlec::ops

@@ -14,7 +14,9 @@
 // 8 channels (3 channels: blocked 0.82 vs plain 0.70 ms), hence DefaultConvLayouts(). The benchmark is
 // the skipped test case "conv2d benchmark" in conv_test.cc (run it with --no-skip).
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/cpu_kernels.h"
@@ -321,17 +323,84 @@ class ConvGradKernel final : public OpKernel {
 
 // ---- fused_conv2d_bn_act (inference) -------------------------------------------------------
 
+/// The pooling fused after the convolution (fuse-conv-pool), or none.
+struct FusedPoolAttrs {
+  std::string type;  // "", "max" or "avg"
+  std::vector<int> ksize, strides, paddings;
+  bool exclusive = true;
+
+  static FusedPoolAttrs Decode(const AttrReader& a) {
+    return {a.Get<std::string>("pooling_type"), a.Get<std::vector<int>>("pool_ksize"),
+            a.Get<std::vector<int>>("pool_strides"), a.Get<std::vector<int>>("pool_paddings"),
+            a.Get<bool>("pool_exclusive")};
+  }
+  /// The pooling window over the convolution's output `g`; an error names what does not fit.
+  StatusOr<nn::ConvPool> Window(const ConvGeometry& g) const {
+    if (ksize.size() != 2 || strides.size() != 2 || (paddings.size() != 2 && paddings.size() != 4))
+      return MakeError(ErrorCode::kShape,
+                       "pool_ksize and pool_strides need 2 values and pool_paddings 2 or 4, but they have {}, {} and "
+                       "{}",
+                       ksize.size(), strides.size(), paddings.size());
+    nn::ConvPool p;
+    p.max = type == "max";
+    p.exclusive = exclusive;
+    for (int ax = 0; ax < 2; ++ax) {
+      p.w.in[ax] = g.w.out[ax];
+      p.w.kernel[ax] = ksize[ax];
+      p.w.stride[ax] = strides[ax];
+    }
+    nn::ResolvePadding(paddings, nn::PaddingAlgorithm::kExplicit, p.w);
+    nn::ComputeOutputSize(p.w, /*ceil_mode=*/false);
+    for (int ax = 0; ax < 2; ++ax)
+      if (p.w.out[ax] == -2)
+        return MakeError(ErrorCode::kShape, "the pooling window {} {} does not fit the convolution's output {} {}",
+                         nn::AxisName(ax), p.w.kernel[ax], nn::AxisName(ax), p.w.in[ax]);
+    return p;
+  }
+};
+
 Status InferFusedConv(InferShapeContext& ctx) {
   Dims x = ctx.InputDims(kInput), f = ctx.InputDims(kFilter);
   ConvGeometry g;
   PC_RETURN_IF_ERROR(ConvGeometryOf(x, f, ConvAttrs::Decode(ctx.attrs()), g));
+  const FusedPoolAttrs pool = FusedPoolAttrs::Decode(ctx.attrs());
+  const bool bn = ctx.HasInput(kFScale) || ctx.HasInput(kFMean) || ctx.HasInput(kFVariance);
+  if (bn && !(ctx.HasInput(kFScale) && ctx.HasInput(kFBias) && ctx.HasInput(kFMean) && ctx.HasInput(kFVariance)))
+    return ctx.Fail("Scale, Mean and Variance come together with Bias (a batch norm) or not at all (a plain bias)");
   for (InSlot s : {kFScale, kFBias, kFMean, kFVariance}) {
+    if (!ctx.HasInput(s)) continue;
     Dims d = ctx.InputDims(s);
     if (d.rank() != 1 || !DimMatch(d[0], g.o))
       return ctx.Fail("{} has shape {} but the convolution has {} output channels", s.name, d.ToString(), g.o);
   }
+  if (!pool.type.empty()) {
+    PC_ASSIGN_OR_RETURN(nn::ConvPool p, pool.Window(g));
+    ctx.SetOutput(kOutput, Dims{g.n, g.o, p.w.out[0], p.w.out[1]}, ctx.InputDType(kInput));
+    return Status::OK();
+  }
   ctx.SetOutput(kOutput, Dims{g.n, g.o, g.w.out[0], g.w.out[1]}, ctx.InputDType(kInput));
   return Status::OK();
+}
+
+/// Pools `y` (the convolution's output, of `g`'s sizes) into `out` with plain loops (float64).
+template <class T>
+void PoolLoops(const ConvGeometry& g, const nn::ConvPool& p, const T* y, T* out) {
+  const nn::Window2d& w = p.w;
+  for (int64_t plane = 0; plane < g.n * g.o; ++plane) {
+    const T* yp = y + plane * w.in[0] * w.in[1];
+    T* op = out + plane * w.out[0] * w.out[1];
+    for (int64_t oh = 0; oh < w.out[0]; ++oh)
+      for (int64_t ow = 0; ow < w.out[1]; ++ow) {
+        const int64_t h0 = oh * w.stride[0] - w.pad_before(0), w0 = ow * w.stride[1] - w.pad_before(1);
+        T acc = p.max ? -std::numeric_limits<T>::infinity() : T(0);
+        int64_t count = 0;
+        for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h0 + w.kernel[0], w.in[0]); ++h)
+          for (int64_t c = std::max<int64_t>(w0, 0); c < std::min(w0 + w.kernel[1], w.in[1]); ++c, ++count)
+            acc = p.max ? std::max(acc, yp[h * w.in[1] + c]) : acc + yp[h * w.in[1] + c];
+        if (!p.max) acc /= static_cast<T>(p.exclusive ? std::max<int64_t>(count, 1) : w.kernel[0] * w.kernel[1]);
+        op[oh * w.out[1] + ow] = count > 0 ? acc : T(0);
+      }
+  }
 }
 
 /// conv2d followed by an inference-mode batch_norm (and relu), as one convolution: the batch-norm
@@ -344,7 +413,8 @@ class FusedConvKernel final : public OpKernel {
   explicit FusedConvKernel(const KernelInit& init)
       : attrs_(ConvAttrs::Decode(init.attrs)),
         epsilon_(init.attrs.Get<float>("epsilon")),
-        relu_(init.attrs.Get<std::string>("activation") == "relu") {}
+        relu_(init.attrs.Get<std::string>("activation") == "relu"),
+        pool_attrs_(FusedPoolAttrs::Decode(init.attrs)) {}
 
   Status Run(KernelContext& ctx) override {
     ConvGeometry g = RunGeometry(ctx, attrs_);
@@ -355,28 +425,45 @@ class FusedConvKernel final : public OpKernel {
     }
     const T* x = ctx.In(kInput).data<T>();
     const T* f = ctx.In(kFilter).data<T>();
-    const T* scale = ctx.In(kFScale).data<T>();
-    const T* bias = ctx.In(kFBias).data<T>();
-    const T* mean = ctx.In(kFMean).data<T>();
-    const T* var = ctx.In(kFVariance).data<T>();
-    const int64_t per_out = ctx.In(kFilter).numel() / g.o;
-    filter_.resize(ctx.In(kFilter).numel());
-    bias_.resize(g.o);
-    for (int64_t o = 0; o < g.o; ++o) {
-      T a = scale[o] / std::sqrt(var[o] + static_cast<T>(epsilon_));
-      bias_[o] = bias[o] - mean[o] * a;
-      for (int64_t k = 0; k < per_out; ++k) filter_[o * per_out + k] = f[o * per_out + k] * a;
+    const T* bias = ctx.InOpt(kFBias) ? ctx.In(kFBias).data<T>() : nullptr;
+    // Without batch-norm statistics (conv + bias + act), the filter and the bias are used as they are.
+    const T* filter = f;
+    if (ctx.InOpt(kFScale) != nullptr) {
+      const T* scale = ctx.In(kFScale).data<T>();
+      const T* mean = ctx.In(kFMean).data<T>();
+      const T* var = ctx.In(kFVariance).data<T>();
+      const int64_t per_out = ctx.In(kFilter).numel() / g.o;
+      filter_.resize(ctx.In(kFilter).numel());
+      bias_.resize(g.o);
+      for (int64_t o = 0; o < g.o; ++o) {
+        T a = scale[o] / std::sqrt(var[o] + static_cast<T>(epsilon_));
+        bias_[o] = bias[o] - mean[o] * a;
+        for (int64_t k = 0; k < per_out; ++k) filter_[o * per_out + k] = f[o * per_out + k] * a;
+      }
+      filter = filter_.data();
+      bias = bias_.data();
+    }
+    std::optional<nn::ConvPool> pool;
+    if (!pool_attrs_.type.empty()) {
+      PC_ASSIGN_OR_RETURN(pool, pool_attrs_.Window(g));
     }
     T* y = out.data<T>();
     if constexpr (std::is_same_v<T, float>)
-      return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter_.data(), y, bias_.data(), relu_);
-    DirectForward(g, x, filter_.data(), y);
+      return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter, y, bias, relu_,
+                           pool ? &*pool : nullptr);
+    if (pool) {
+      unpooled_.resize(g.n * g.o * g.w.out[0] * g.w.out[1]);
+      y = unpooled_.data();
+    }
+    DirectForward(g, x, filter, y);
     const int64_t plane = g.w.out[0] * g.w.out[1];
     for (int64_t n = 0; n < g.n; ++n)
       for (int64_t o = 0; o < g.o; ++o) {
         T* p = y + (n * g.o + o) * plane;
-        for (int64_t i = 0; i < plane; ++i) p[i] = relu_ ? std::max(p[i] + bias_[o], T(0)) : p[i] + bias_[o];
+        const T b = bias != nullptr ? bias[o] : T(0);
+        for (int64_t i = 0; i < plane; ++i) p[i] = relu_ ? std::max(p[i] + b, T(0)) : p[i] + b;
       }
+    if (pool) PoolLoops(g, *pool, y, out.data<T>());
     return Status::OK();
   }
 
@@ -384,7 +471,9 @@ class FusedConvKernel final : public OpKernel {
   ConvAttrs attrs_;
   float epsilon_;
   bool relu_;
+  FusedPoolAttrs pool_attrs_;
   std::vector<T> filter_, bias_;  // folded parameters, sized once
+  std::vector<T> unpooled_;       // float64 with a pooling: the convolution's output
   nn::OneDnnConv conv_;
 };
 
@@ -465,15 +554,16 @@ void RegisterConvOps(OpRegistry& r) {
 
   r.Add("fused_conv2d_bn_act")
       .Doc(
-          "paddlec's inference fusion of conv2d, an inference-mode batch_norm and an optional relu (written by the "
-          "fuse-conv-bn-act pass): Output = act(conv2d(Input, Filter) * s + (Bias - Mean * s)) with "
-          "s = Scale / sqrt(Variance + epsilon), per output channel.")
+          "paddlec's fusion of conv2d, an inference-mode batch_norm or a bias, and an optional relu (written by the "
+          "fuse-conv-bn-act and fuse-conv-bias-act passes): Output = act(conv2d(Input, Filter) * s + (Bias - Mean * "
+          "s)) with s = Scale / sqrt(Variance + epsilon), per output channel; without Scale, Mean and Variance, "
+          "Output = act(conv2d(Input, Filter) + Bias).")
       .Input(kInput, "Input batch [N, C, H, W].")
       .Input(kFilter, "Filter [O, C / groups, KH, KW].")
-      .Input(kFScale, "batch_norm's Scale [O].")
-      .Input(kFBias, "batch_norm's Bias [O].")
-      .Input(kFMean, "batch_norm's running mean [O].")
-      .Input(kFVariance, "batch_norm's running variance [O].")
+      .Input(kFScale, "batch_norm's Scale [O]; absent for a plain bias.", kDispensable)
+      .Input(kFBias, "batch_norm's Bias, or the convolution's bias [O].", kDispensable)
+      .Input(kFMean, "batch_norm's running mean [O]; absent for a plain bias.", kDispensable)
+      .Input(kFVariance, "batch_norm's running variance [O]; absent for a plain bias.", kDispensable)
       .Output(kOutput, "Output batch [N, O, OH, OW].")
       .Attr("strides", std::vector<int>{1, 1}, "As conv2d's.")
       .Min(1)
@@ -491,6 +581,17 @@ void RegisterConvOps(OpRegistry& r) {
       .Min(0)
       .Attr("activation", "", "The activation after the normalization: none or relu.")
       .AllowedValues({"", "relu"})
+      .Attr("pooling_type", "",
+            "A pooling after the activation (written by fuse-conv-pool): none, max or avg. It runs on oneDNN's "
+            "blocked layout of the convolution's result, so only the pooled result is reordered to NCHW.")
+      .AllowedValues({"", "max", "avg"})
+      .Attr("pool_ksize", std::vector<int>{2, 2}, "The pooling window (height, width).")
+      .Min(1)
+      .Attr("pool_strides", std::vector<int>{2, 2}, "The pooling strides (height, width).")
+      .Min(1)
+      .Attr("pool_paddings", std::vector<int>{0, 0}, "The pooling's zero padding: 2 or 4 values, as pool2d's.")
+      .Min(0)
+      .Attr("pool_exclusive", true, "Average pooling over the window's input elements only, as pool2d's.")
       .InferShape(InferFusedConv)
       .NoGradient()
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<FusedConvKernel<float>>())

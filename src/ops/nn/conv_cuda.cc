@@ -434,9 +434,14 @@ class FusedConvKernel final : public OpKernel {
       : attrs_(ConvAttrs::Decode(init.attrs)),
         epsilon_(init.attrs.Get<float>("epsilon")),
         relu_(init.attrs.Get<std::string>("activation") == "relu"),
+        pooled_(!init.attrs.Get<std::string>("pooling_type").empty()),
         conv_(attrs_) {}
 
   Status Run(KernelContext& ctx) override {
+    if (pooled_)
+      return MakeError(ErrorCode::kUnimplemented,
+                       "fused_conv2d_bn_act with a fused pooling (fuse-conv-pool) has no GPU kernel; compile the "
+                       "program for the GPU without -O");
     CudaContext& cc = cuda::Cuda(ctx);
     const Tensor& x = ctx.In(kInput);
     const Tensor& f = ctx.In(kFilter);
@@ -444,6 +449,21 @@ class FusedConvKernel final : public OpKernel {
     ConvGeometry g = GeometryOf(x.dims(), f.dims(), attrs_);
     if (g.empty()) return ZeroFill(cc, &out);
     PC_RETURN_IF_ERROR(conv_.Prepare(g));
+    if (ctx.InOpt(kFScale) == nullptr) {
+      // conv + bias (+ relu): the filter and the bias as they are.
+      PC_ASSIGN_OR_RETURN(const T* xin, conv_.Input(cc, x.data<T>()));
+      PC_RETURN_IF_ERROR(conv_.Forward(cc, xin, f.data<T>(), out.data<T>()));
+      if (ctx.InOpt(kFBias) == nullptr && !relu_) return Status::OK();
+      PC_ASSIGN_OR_RETURN(T * zeros, folded_.Get<T>(cc, g.o));
+      const T* bias = zeros;
+      if (ctx.InOpt(kFBias) != nullptr)
+        bias = ctx.In(kFBias).data<T>();
+      else
+        PC_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zeros, 0, static_cast<size_t>(g.o) * sizeof(T), cc.stream()));
+      return cuda::Launched(
+          cuda::BiasActivation<T>(out.data<T>(), bias, g.n, g.o, g.w.out[0] * g.w.out[1], relu_, cc.stream()),
+          "fused_conv2d_bn_act bias and activation");
+    }
     const int64_t per_out = f.numel() / g.o;
     PC_ASSIGN_OR_RETURN(T * folded, folded_.Get<T>(cc, f.numel() + g.o));
     T* bias = folded + f.numel();
@@ -463,6 +483,7 @@ class FusedConvKernel final : public OpKernel {
   ConvAttrs attrs_;
   float epsilon_;
   bool relu_;
+  bool pooled_;
   CudnnConv<T> conv_;
   DeviceScratch folded_;  // folded filter, then the folded bias
 };

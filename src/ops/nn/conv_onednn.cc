@@ -1,8 +1,11 @@
 // oneDNN convolution primitives with cached primitive descriptors, reorders and scratch memory.
 #include "nn/conv_onednn.h"
 
+#include <algorithm>
 #include <string_view>
 #include <unordered_map>
+
+#include "paddlec/runtime/threads.h"
 
 namespace paddlec::ops::nn {
 namespace {
@@ -106,6 +109,13 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const dnnl::engine& eng, con
   return pd;
 }
 
+/// The threads for a convolution (runtime::OneDnnThreads). Primitives are created and run under the
+/// same count, since oneDNN splits the work by the thread count it sees at creation.
+int ConvThreads(const ConvGeometry& g) {
+  return runtime::OneDnnThreads(2.0 * g.n * g.o * g.w.out[0] * g.w.out[1] * g.c_per_group() * g.w.kernel[0] *
+                                g.w.kernel[1]);
+}
+
 }  // namespace
 
 ConvLayouts DefaultConvLayouts(const ConvGeometry& g) {
@@ -116,7 +126,12 @@ ConvLayouts DefaultConvLayouts(const ConvGeometry& g) {
 
 struct OneDnnConv::Forward_ {
   ConvGeometry g;
+  int threads = 0;
   bool bias = false, relu = false;
+  std::optional<ConvPool> pool;
+  dnnl::pooling_forward pool_prim;
+  memory conv_dst, pool_scratch;  // the convolution's result in its own layout; the pooling's scratch
+  Operand pooled;
   memory bias_mem;
   std::unordered_map<int, memory> args;  // built once: execute() takes a map, rebuilding it allocates
   dnnl::convolution_forward::primitive_desc pd;
@@ -127,6 +142,7 @@ struct OneDnnConv::Forward_ {
 
 struct OneDnnConv::BackwardData_ {
   ConvGeometry g;
+  int threads = 0;
   dnnl::convolution_backward_data::primitive_desc pd;
   dnnl::convolution_backward_data prim;
   Operand diff_dst, weights, diff_src;
@@ -135,6 +151,7 @@ struct OneDnnConv::BackwardData_ {
 
 struct OneDnnConv::BackwardWeights_ {
   ConvGeometry g;
+  int threads = 0;
   dnnl::convolution_backward_weights::primitive_desc pd;
   dnnl::convolution_backward_weights prim;
   Operand diff_dst, src, diff_weights;
@@ -145,12 +162,18 @@ OneDnnConv::OneDnnConv(std::optional<ConvLayouts> forced) : forced_(forced) {}
 OneDnnConv::~OneDnnConv() = default;
 
 Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y,
-                           const float* bias, bool relu) {
+                           const float* bias, bool relu, const ConvPool* pool) {
+  const int threads = ConvThreads(g);
+  runtime::ScopedMaxThreads cap(threads);
   return Guarded("forward", [&] {
     bool has_bias = bias != nullptr;
-    if (!fwd_ || !(fwd_->g == g) || fwd_->bias != has_bias || fwd_->relu != relu) {
+    const std::optional<ConvPool> want_pool = pool ? std::optional<ConvPool>(*pool) : std::nullopt;
+    if (!fwd_ || !(fwd_->g == g) || fwd_->bias != has_bias || fwd_->relu != relu || fwd_->threads != threads ||
+        !(fwd_->pool == want_pool)) {
       auto f = std::make_unique<Forward_>();
       f->g = g;
+      f->threads = threads;
+      f->pool = want_pool;
       f->bias = has_bias;
       f->relu = relu;
       ConvDescs d = MakeDescs(g);
@@ -166,34 +189,69 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
       f->prim = dnnl::convolution_forward(f->pd);
       f->src.Init(h.engine, d.src, f->pd.src_desc(), true);
       f->weights.Init(h.engine, d.weights, f->pd.weights_desc(), true);
-      f->dst.Init(h.engine, d.dst, f->pd.dst_desc(), false);
       f->scratch = memory(f->pd.scratchpad_desc(), h.engine);
+      if (f->pool) {
+        // The convolution writes its own layout into a buffer of ours; the pooling reads it there and
+        // writes the same layout, which alone is reordered to NCHW.
+        const Window2d& pw = f->pool->w;
+        f->conv_dst = memory(f->pd.dst_desc(), h.engine);
+        memory::dims pad_r(2);
+        for (int ax = 0; ax < 2; ++ax)
+          pad_r[ax] = std::max(pw.pad_after(ax),
+                               (pw.out[ax] - 1) * pw.stride[ax] + pw.kernel[ax] - pw.in[ax] - pw.pad_before(ax));
+        const auto alg = f->pool->max         ? dnnl::algorithm::pooling_max
+                         : f->pool->exclusive ? dnnl::algorithm::pooling_avg_exclude_padding
+                                              : dnnl::algorithm::pooling_avg_include_padding;
+        const memory::desc pooled_plain({g.n, g.o, pw.out[0], pw.out[1]}, kF32, Tag::nchw);
+        dnnl::pooling_forward::desc pdesc(dnnl::prop_kind::forward_inference, alg, f->pd.dst_desc(), Any(pooled_plain),
+                                          {pw.stride[0], pw.stride[1]}, {pw.kernel[0], pw.kernel[1]},
+                                          {pw.pad_before(0), pw.pad_before(1)}, pad_r);
+        dnnl::pooling_forward::primitive_desc ppd(pdesc, UserScratchpad(), h.engine);
+        f->pool_prim = dnnl::pooling_forward(ppd);
+        f->pool_scratch = memory(ppd.scratchpad_desc(), h.engine);
+        f->pooled.Init(h.engine, pooled_plain, ppd.dst_desc(), false);
+      } else {
+        f->dst.Init(h.engine, d.dst, f->pd.dst_desc(), false);
+      }
       fwd_ = std::move(f);
     }
     Forward_& f = *fwd_;
     f.src.In(h.stream, x);
     f.weights.In(h.stream, w);
-    f.dst.BindOut(y);
+    if (f.pool)
+      f.pooled.BindOut(y);
+    else
+      f.dst.BindOut(y);
     if (f.args.empty()) {
       f.args = {{DNNL_ARG_SRC, f.src.inner},
                 {DNNL_ARG_WEIGHTS, f.weights.inner},
-                {DNNL_ARG_DST, f.dst.inner},
+                {DNNL_ARG_DST, f.pool ? f.conv_dst : f.dst.inner},
                 {DNNL_ARG_SCRATCHPAD, f.scratch}};
       if (f.bias) f.args[DNNL_ARG_BIAS] = f.bias_mem;
     }
     if (f.bias) f.bias_mem.set_data_handle(const_cast<float*>(bias));
     f.prim.execute(h.stream, f.args);
-    f.dst.Out(h.stream);
+    if (f.pool) {
+      f.pool_prim.execute(
+          h.stream,
+          {{DNNL_ARG_SRC, f.conv_dst}, {DNNL_ARG_DST, f.pooled.inner}, {DNNL_ARG_SCRATCHPAD, f.pool_scratch}});
+      f.pooled.Out(h.stream);
+    } else {
+      f.dst.Out(h.stream);
+    }
     h.stream.wait();
   });
 }
 
 Status OneDnnConv::BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy,
                                 float* dx) {
+  const int threads = ConvThreads(g);
+  runtime::ScopedMaxThreads cap(threads);
   return Guarded("backward-data", [&] {
-    if (!bwd_data_ || !(bwd_data_->g == g)) {
+    if (!bwd_data_ || !(bwd_data_->g == g) || bwd_data_->threads != threads) {
       auto b = std::make_unique<BackwardData_>();
       b->g = g;
+      b->threads = threads;
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
       ConvLayout l = layouts.backward_data;
@@ -241,10 +299,13 @@ Status OneDnnConv::Backward(runtime::OneDnnHandles& h, const ConvGeometry& g, co
 
 Status OneDnnConv::BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x,
                                        const float* dy, float* dw, bool dy_reordered_by_backward_data) {
+  const int threads = ConvThreads(g);
+  runtime::ScopedMaxThreads cap(threads);
   return Guarded("backward-weights", [&] {
-    if (!bwd_weights_ || !(bwd_weights_->g == g)) {
+    if (!bwd_weights_ || !(bwd_weights_->g == g) || bwd_weights_->threads != threads) {
       auto b = std::make_unique<BackwardWeights_>();
       b->g = g;
+      b->threads = threads;
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
       ConvLayout l = layouts.backward_weights;

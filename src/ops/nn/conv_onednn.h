@@ -44,6 +44,15 @@ struct ConvLayouts {
 /// group, where a blocked diff_src wastes most of each 16-channel block.
 ConvLayouts DefaultConvLayouts(const ConvGeometry& g);
 
+/// A pooling of the convolution's result that runs while the result is still in oneDNN's layout (the
+/// convolution's output then never exists in NCHW: only the pooled result is reordered back).
+struct ConvPool {
+  bool max = true;
+  bool exclusive = true;  // averages over the window's input elements only
+  Window2d w;             // w.in = the convolution's output size; w.out = the pooled size
+  bool operator==(const ConvPool&) const = default;
+};
+
 /// float32 convolution on oneDNN. Not thread-safe: one instance per op instance.
 class OneDnnConv {
  public:
@@ -53,10 +62,11 @@ class OneDnnConv {
   OneDnnConv(const OneDnnConv&) = delete;
   OneDnnConv& operator=(const OneDnnConv&) = delete;
 
-  /// y = conv(x, w) [+ bias per output channel] [then relu]. All buffers are dense NCHW / OIHW float32
-  /// of the sizes in `g`; the bias and the relu run inside the primitive (oneDNN's bias and post-op).
+  /// y = conv(x, w) [+ bias per output channel] [then relu] [then pooled]. All buffers are dense NCHW /
+  /// OIHW float32 of the sizes in `g` (y of pool->w.out's when pooling); the bias and the relu run
+  /// inside the primitive (oneDNN's bias and post-op).
   Status Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y,
-                 const float* bias = nullptr, bool relu = false);
+                 const float* bias = nullptr, bool relu = false, const ConvPool* pool = nullptr);
   /// dx = conv_backward_data(w, dy).
   Status BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy, float* dx);
   /// dw = conv_backward_weights(x, dy).

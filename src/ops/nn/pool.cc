@@ -194,6 +194,44 @@ bool MaxPool2x2(const PoolGeometry& g, const PoolAttrs& a, const T* x, T* y) {
   return true;
 }
 
+/// Backward of MaxPool2x2: each window's gradient goes to its first maximal element (row-major, as
+/// PoolBackwardLoops), written with selects over the four positions so every dX element is stored
+/// once, with no zero fill and no branches: the generic loops ran at 2.6x PyTorch's time per call.
+template <class T>
+bool MaxPool2x2Backward(const PoolGeometry& g, const PoolAttrs& a, const T* x, const T* y, const T* dy, T* dx) {
+  const Window2d& w = g.w;
+  if (!a.max || a.adaptive || w.kernel[0] != 2 || w.kernel[1] != 2 || w.stride[0] != 2 || w.stride[1] != 2 ||
+      w.dilation[0] != 1 || w.dilation[1] != 1 || w.pad[0] || w.pad[1] || w.pad[2] || w.pad[3] ||
+      w.out[0] * 2 != w.in[0] || w.out[1] * 2 != w.in[1])
+    return false;
+  const int64_t in_w = w.in[1], hw = w.in[0] * w.in[1], oh_n = w.out[0], ow_n = w.out[1], ohw = oh_n * ow_n;
+  ForEachPlane(g, [&](int64_t p) {
+    const T* xp = x + p * hw;
+    const T* yp = y + p * ohw;
+    const T* dyp = dy + p * ohw;
+    T* dxp = dx + p * hw;
+    for (int64_t oh = 0; oh < oh_n; ++oh) {
+      const T* x0 = xp + 2 * oh * in_w;
+      const T* x1 = x0 + in_w;
+      T* d0 = dxp + 2 * oh * in_w;
+      T* d1 = d0 + in_w;
+      const T* m = yp + oh * ow_n;
+      const T* d = dyp + oh * ow_n;
+      for (int64_t ow = 0; ow < ow_n; ++ow) {
+        const bool a00 = x0[2 * ow] == m[ow];
+        const bool a01 = !a00 && x0[2 * ow + 1] == m[ow];
+        const bool a10 = !a00 && !a01 && x1[2 * ow] == m[ow];
+        const bool a11 = !a00 && !a01 && !a10;
+        d0[2 * ow] = a00 ? d[ow] : T(0);
+        d0[2 * ow + 1] = a01 ? d[ow] : T(0);
+        d1[2 * ow] = a10 ? d[ow] : T(0);
+        d1[2 * ow + 1] = a11 ? d[ow] : T(0);
+      }
+    }
+  });
+  return true;
+}
+
 template <class T>
 void PoolBackwardLoops(const PoolGeometry& g, const PoolAttrs& a, const T* x, const T* y, const T* dy, T* dx) {
   const Window2d& w = g.w;
@@ -348,6 +386,8 @@ Status PoolGradCpu(KernelContext& ctx, const PoolAttrs& attrs) {
   if (dx == nullptr || dx->numel() == 0) return Status::OK();
   const Tensor& x = ctx.In(kX);
   PoolGeometry g = RunGeometry(x.dims(), attrs);
+  if (MaxPool2x2Backward(g, attrs, x.data<T>(), ctx.In(kOutIn).data<T>(), ctx.In(kDOut).data<T>(), dx->data<T>()))
+    return Status::OK();
   PoolBackwardLoops(g, attrs, x.data<T>(), ctx.In(kOutIn).data<T>(), ctx.In(kDOut).data<T>(), dx->data<T>());
   return Status::OK();
 }

@@ -1,6 +1,6 @@
-// concat and split (each other's gradient), plus concat_grad.
+// concat and split (each other's gradient), plus concat_grad; stack and stack_grad.
 //
-// Both view every tensor as [outer, dim(axis) * inner] rows of bytes: one output row is the
+// All of them view every tensor as [outer, dim(axis) * inner] rows of bytes: one output row is the
 // concatenation of the inputs' rows, so the kernels are row-wise memcpys, split across the CPU pool
 // by rows (or, with a single row, by bytes within each copy). Element types do not matter.
 #include "tensor/tensor_internal.h"
@@ -20,6 +20,9 @@ constexpr OutSlot kOut{0, "Out"};
 constexpr InSlot kXIn{0, "X"};
 constexpr InSlot kDOut{1, "Out@GRAD"};
 constexpr OutSlot kDX{0, "X@GRAD"};
+// stack: X -> Y; stack_grad: (X, Y@GRAD) -> X@GRAD.
+constexpr OutSlot kY{0, "Y"};
+constexpr InSlot kDY{1, "Y@GRAD"};
 
 std::string IntsToString(const std::vector<int>& v) {
   std::string s = "[";
@@ -130,6 +133,29 @@ Status SplitCpu(KernelContext& ctx, const SplitAttrs& a) {
   return Status::OK();
 }
 
+/// stack is a concat along a new axis: in the [outer, n * inner] view of Y around `axis`, X[i]
+/// fills part i, each part one unit long.
+Status StackCpu(KernelContext& ctx, const AxisAttrs& a) {
+  Tensor& y = ctx.Out(kY);
+  const int axis = NormalizeAxis(a.axis, y.dims().rank());
+  const RowView v = ViewAt(y.dims(), axis, y.dtype());
+  MoveRows<true>(
+      static_cast<char*>(y.raw_data()), v, y.dims()[axis], ctx.NumIn(kX),
+      [&](int i) { return const_cast<Tensor*>(&ctx.In(kX, i)); }, [](int) { return int64_t{1}; });
+  return Status::OK();
+}
+
+/// X@GRAD[i] = the slice of Y@GRAD at position i of the stacked axis; @EMPTY@ gradients are skipped.
+Status StackGradCpu(KernelContext& ctx, const AxisAttrs& a) {
+  const Tensor& dy = ctx.In(kDY);
+  const int axis = NormalizeAxis(a.axis, dy.dims().rank());
+  const RowView v = ViewAt(dy.dims(), axis, dy.dtype());
+  MoveRows<false>(
+      static_cast<char*>(const_cast<void*>(dy.raw_data())), v, dy.dims()[axis], ctx.NumOut(kDX),
+      [&](int i) { return ctx.OutOpt(kDX, i); }, [](int) { return int64_t{1}; });
+  return Status::OK();
+}
+
 // ---- Shape functions ------------------------------------------------------------------------
 
 Status InferConcat(InferShapeContext& ctx) {
@@ -224,6 +250,75 @@ Status InferSplit(InferShapeContext& ctx) {
   return Status::OK();
 }
 
+Status InferStack(InferShapeContext& ctx) {
+  const int n = ctx.NumInputs(kX);
+  const Dims x0 = ctx.InputDims(kX, 0);
+  const DType t0 = ctx.InputDType(kX, 0);
+  const int axis_attr = ctx.Attr<int>("axis");
+  const int axis = axis_attr < 0 ? axis_attr + x0.rank() + 1 : axis_attr;
+  if (axis < 0 || axis > x0.rank())
+    return ctx.Fail("axis {} is out of range for stacking X[0] of shape {}: it must be in [{}, {}]", axis_attr,
+                    x0.ToString(), -x0.rank() - 1, x0.rank());
+  if (x0.rank() + 1 > kMaxRank)
+    return ctx.Fail("stacking X[0] of shape {} gives rank {}, more than the maximum of {}", x0.ToString(),
+                    x0.rank() + 1, kMaxRank);
+  Dims common = x0;
+  for (int i = 1; i < n; ++i) {
+    const Dims xi = ctx.InputDims(kX, i);
+    if (ctx.InputDType(kX, i) != t0)
+      return ctx.Fail("X[{}] has dtype {} but X[0] has dtype {}", i, DTypeName(ctx.InputDType(kX, i)), DTypeName(t0));
+    if (!DimsMatch(common, xi))
+      return ctx.Fail("X[{}] has shape {} but X[0] has shape {}: stack needs inputs of one shape", i, xi.ToString(),
+                      x0.ToString());
+    for (int d = 0; d < xi.rank(); ++d) common[d] = DimMerge(common[d], xi[d]);
+  }
+  Dims out = common;
+  out.insert(axis, n);
+  ctx.SetOutput(kY, out, t0);
+  return Status::OK();
+}
+
+/// X@GRAD[i] is Y@GRAD without the stacked axis.
+Status InferStackGrad(InferShapeContext& ctx) {
+  Dims dy = ctx.InputDims(kDY);
+  const int axis_attr = ctx.Attr<int>("axis");
+  const int axis = NormalizeAxis(axis_attr, dy.rank());
+  if (axis < 0) return ctx.Fail("axis {} is out of range for Y@GRAD of shape {}", axis_attr, dy.ToString());
+  if (ctx.NumOutputs(kDX) > 0 && dy[axis] >= 0 && dy[axis] != ctx.NumOutputs(kDX))
+    return ctx.Fail("Y@GRAD has shape {} with {} entries along axis {}, but X@GRAD has {} variables", dy.ToString(),
+                    dy[axis], axis, ctx.NumOutputs(kDX));
+  dy.erase(axis);
+  for (int i = 0; i < ctx.NumOutputs(kDX); ++i) ctx.SetOutput(kDX, i, dy, ctx.InputDType(kDY));
+  return Status::OK();
+}
+
+/// X@GRAD[i] takes X[i]'s shape; Out@GRAD must be the concat of X's shapes, since the kernel cuts
+/// it into X's slices.
+Status InferConcatGrad(InferShapeContext& ctx) {
+  const int n = ctx.NumInputs(kXIn);
+  const Dims dout = ctx.InputDims(kDOut);
+  const int axis_attr = ctx.Attr<int>("axis");
+  const int axis = NormalizeAxis(axis_attr, dout.rank());
+  if (axis < 0)
+    return ctx.Fail("axis {} is out of range for Out@GRAD of shape {} (rank {})", axis_attr, dout.ToString(),
+                    dout.rank());
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    const Dims xi = ctx.InputDims(kXIn, i);
+    bool fits = xi.rank() == dout.rank();
+    for (int d = 0; fits && d < xi.rank(); ++d) fits = d == axis || DimMatch(xi[d], dout[d]);
+    if (!fits)
+      return ctx.Fail("Out@GRAD has shape {} but X[{}] has shape {}: they must match except along axis {}",
+                      dout.ToString(), i, xi.ToString(), axis);
+    total = DimAdd(total, xi[axis]);
+    ctx.SetOutput(kDX, i, xi, ctx.InputDType(kDOut));
+  }
+  if (total >= 0 && dout[axis] >= 0 && total != dout[axis])
+    return ctx.Fail("Out@GRAD has shape {} with {} entries along axis {}, but the X hold {}", dout.ToString(),
+                    dout[axis], axis, total);
+  return Status::OK();
+}
+
 /// split's gradient is the concat of the outputs' gradients along the same axis.
 Status SplitGradMaker(GradMakerContext& ctx) {
   std::vector<std::string> dx = ctx.InputGrad("X");
@@ -252,7 +347,8 @@ void RegisterConcatSplitOps(OpRegistry& r) {
       .Doc("Gradient of concat: slices Out@GRAD back into one gradient per X.")
       .Input(kXIn, "The forward inputs (their shapes place the slices; their data is not read).", kDuplicable)
       .Input(kDOut, "Gradient of the loss with respect to Out.")
-      .Output(kDX, "Gradients of the loss with respect to each X; @EMPTY@ entries are skipped.", kDuplicable);
+      .Output(kDX, "Gradients of the loss with respect to each X; @EMPTY@ entries are skipped.", kDuplicable)
+      .InferShape(InferConcatGrad);
   ForEachDType([&]<class T>() {
     concat.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(ConcatCpu));
     concat_grad.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(ConcatGradCpu));
@@ -274,6 +370,26 @@ void RegisterConcatSplitOps(OpRegistry& r) {
       .NoGradInput(kSectionsTensorList)
       .Grad(SplitGradMaker);
   ForEachDType([&]<class T>() { split.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(SplitCpu)); });
+
+  OpBuilder stack = r.Add("stack");
+  stack.Doc("Stacks the X tensors, all of one shape, along a new axis `axis` of Y.")
+      .Input(kX, "The tensors to stack, all of the same shape and dtype.", kDuplicable)
+      .Output(kY, "The stacked tensor: X's shape with len(X) inserted at `axis`.")
+      .Attr("axis", 0, "Where the new axis goes in Y; negative counts from the end of Y.")
+      .InferShape(InferStack)
+      .Grad();
+  OpBuilder stack_grad = r.Add("stack_grad");
+  stack_grad.GradOf("stack")
+      .Doc("Gradient of stack: unstacks Y@GRAD into one gradient per X.")
+      .Input(kXIn, "The forward inputs (PaddlePaddle 3.x binds them; their data is not read).",
+             kDuplicable | kDispensable)
+      .Input(kDY, "Gradient of the loss with respect to Y.")
+      .Output(kDX, "Gradients of the loss with respect to each X; @EMPTY@ entries are skipped.", kDuplicable)
+      .InferShape(InferStackGrad);
+  ForEachDType([&]<class T>() {
+    stack.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(StackCpu));
+    stack_grad.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(StackGradCpu));
+  });
 }
 
 }  // namespace paddlec::ops

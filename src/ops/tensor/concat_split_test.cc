@@ -1,4 +1,4 @@
-// concat, concat_grad and split against naive references, with shape inference, errors and gradients.
+// concat, concat_grad, split and stack against naive references, with shape inference, errors and gradients.
 #include "testing/program_runner.h"
 
 namespace paddlec::testing {
@@ -313,7 +313,7 @@ main_program {{ blocks {{ idx: 0 parent_idx: -1
          outputs {{ parameter: "Out" arguments: "a2" arguments: "b2" }}
          attrs {{ name: "axis" type: INT i: {} }} attrs {{ name: "sections" type: INTS ints: {} ints: -1 }} }}
 }} }})txt",
-                                       a.dims()[0], a.dims()[1], b.dims()[0], b.dims()[1], axis, axis, a.dims()[axis]));
+                                a.dims()[0], a.dims()[1], b.dims()[0], b.dims()[1], axis, axis, a.dims()[axis]));
     REQUIRE_OK(module.status());
     auto two = RunModule(**module, {{"a", a}, {"b", b}}, {"y", "a2", "b2"}, {.threads = 2});
     REQUIRE_OK(two.status());
@@ -321,6 +321,102 @@ main_program {{ blocks {{ idx: 0 parent_idx: -1
     ExpectClose(two->at("a2"), a, {0, 0}, "split part 0 on 2 threads");
     ExpectClose(two->at("b2"), b, {0, 0}, "split part 1 on 2 threads");
   }
+}
+
+}  // namespace
+}  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+// ---- stack --------------------------------------------------------------------------------------
+
+/// Naive stack: Y[..., i, ...] = X[i] with the new axis at `axis`.
+Tensor RefStack(const std::vector<Tensor>& xs, int axis) {
+  const Dims d = xs[0].dims();
+  const int64_t outer = d.Product(0, axis), inner = d.Product(axis, d.rank());
+  std::vector<double> out;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Tensor& x : xs) {
+      std::vector<double> v = ToDoubles(x);
+      out.insert(out.end(), v.begin() + o * inner, v.begin() + (o + 1) * inner);
+    }
+  Dims od = d;
+  od.insert(axis, static_cast<int64_t>(xs.size()));
+  return Cast(MakeTensor<double>(od, out), xs[0].dtype());
+}
+
+TEST_CASE("stack inserts the new axis anywhere, for every dtype") {
+  for (DType t : {DType::kFloat32, DType::kInt64, DType::kBool})
+    for (int axis : {0, 1, 2, -1, -3}) {
+      CAPTURE(DTypeName(t));
+      CAPTURE(axis);
+      std::vector<Tensor> xs;
+      for (int i = 0; i < 3; ++i) xs.push_back(RandomTensor(t, {2, 5}, 10 + i, -9, 9));
+      OpTest op("stack");
+      op.Inputs("X", xs).Output("Y");
+      if (axis != 0) op.Attr("axis", axis);
+      REQUIRE_OK(op.Run());
+      op.ExpectOutput("Y", RefStack(xs, axis < 0 ? axis + 3 : axis), {0, 0});
+    }
+  OpTest unknown("stack");
+  unknown.Inputs("X", {RandomTensor(DType::kFloat32, {4, 3}, 1), RandomTensor(DType::kFloat32, {4, 3}, 2)})
+      .CompileDims("X", {-1, 3}, 0)
+      .Attr("axis", 1)
+      .Output("Y");
+  REQUIRE_OK(unknown.Run());
+  CHECK(unknown.CompiledDims("Y") == Dims{4, 2, 3});  // X[1]'s known batch fills X[0]'s unknown one
+}
+
+TEST_CASE("stack rejects mismatched inputs and axes") {
+  OpTest shapes("stack");
+  shapes.Inputs("X", {RandomTensor(DType::kFloat32, {2, 3}, 1), RandomTensor(DType::kFloat32, {3, 2}, 2)}).Output("Y");
+  CHECK(CompileError(shapes) == "X[1] has shape [3, 2] but X[0] has shape [2, 3]: stack needs inputs of one shape");
+  OpTest axis("stack");
+  axis.Inputs("X", {RandomTensor(DType::kFloat32, {2, 3}, 1)}).Attr("axis", 3).Output("Y");
+  CHECK(CompileError(axis) == "axis 3 is out of range for stacking X[0] of shape [2, 3]: it must be in [-3, 2]");
+}
+
+TEST_CASE("stack gradient unstacks Y@GRAD") {
+  for (int axis : {0, 1, -1}) {
+    CAPTURE(axis);
+    OpTest op("stack");
+    op.Inputs("X", {RandomTensor(DType::kFloat32, {2, 3}, 1), RandomTensor(DType::kFloat32, {2, 3}, 2),
+                    RandomTensor(DType::kFloat32, {2, 3}, 3)})
+        .Attr("axis", axis)
+        .Output("Y");
+    op.CheckGrad({.inputs = {"X"}, .output = "Y"});
+  }
+}
+
+}  // namespace
+}  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+TEST_CASE("concat_grad and stack_grad reject an Out@GRAD that does not fit the inputs") {
+  // The kernels cut Out@GRAD into the inputs' slices: a wrong shape must be an error, not a bad copy.
+  OpTest concat("concat_grad");
+  concat.Inputs("X", {RandomTensor(DType::kFloat32, {2, 3}, 1), RandomTensor(DType::kFloat32, {2, 4}, 2)})
+      .Input("Out@GRAD", RandomTensor(DType::kFloat32, {2, 9}, 3))
+      .Attr("axis", 1)
+      .Output("X@GRAD", 2);
+  CHECK(CompileError(concat) == "Out@GRAD has shape [2, 9] with 9 entries along axis 1, but the X hold 7");
+  OpTest inner("concat_grad");
+  inner.Inputs("X", {RandomTensor(DType::kFloat32, {2, 3}, 1), RandomTensor(DType::kFloat32, {2, 4}, 2)})
+      .Input("Out@GRAD", RandomTensor(DType::kFloat32, {3, 7}, 3))
+      .Attr("axis", 1)
+      .Output("X@GRAD", 2);
+  CHECK(CompileError(inner) ==
+        "Out@GRAD has shape [3, 7] but X[0] has shape [2, 3]: they must match except along axis 1");
+  OpTest ok("concat_grad");
+  ok.Inputs("X", {RandomTensor(DType::kFloat32, {2, 3}, 1), RandomTensor(DType::kFloat32, {2, 4}, 2)})
+      .Input("Out@GRAD", RandomTensor(DType::kFloat32, {2, 7}, 3))
+      .Attr("axis", 1)
+      .Output("X@GRAD", 2);
+  REQUIRE_OK(ok.Run());
+  CHECK(ok.Out("X@GRAD", 1).dims() == Dims{2, 4});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// Shape-changing ops: reshape2, flatten_contiguous_range, transpose2 and their gradients.
+// Shape-changing ops: reshape2, flatten_contiguous_range, squeeze2, unsqueeze2, transpose2 and
+// their gradients, and `shape` (X's dims as an int32 tensor).
 //
-// reshape2 and flatten copy X into Out instead of aliasing its buffer: the runtime has no alias
+// reshape2, flatten, squeeze2 and unsqueeze2 copy X into Out instead of aliasing its buffer: the runtime has no alias
 // analysis yet, so an alias would turn every later in-place writer of Out (ParamOut = Param updates,
 // in-place scale or allreduce, gradient accumulation) into a hidden writer of X, and a shared buffer
 // also defeats Tensor::Allocate's reuse when shapes are re-inferred. The copy is a parallel memcpy.
@@ -30,9 +31,15 @@ constexpr OutSlot kXShape{1, "XShape"};
 // reshape2's tensor-valued shape inputs.
 constexpr InSlot kShape{1, "Shape"};
 constexpr InSlot kShapeTensor{2, "ShapeTensor"};
-// Gradient ops: (XShape, Out@GRAD) -> X@GRAD.
+// unsqueeze2's tensor-valued axes.
+constexpr InSlot kAxesTensor{1, "AxesTensor"};
+constexpr InSlot kAxesTensorList{2, "AxesTensorList"};
+// Gradient ops: (XShape, Out@GRAD) -> X@GRAD; squeeze2_grad and unsqueeze2_grad also take X.
 constexpr InSlot kXShapeIn{0, "XShape"};
 constexpr InSlot kDOut{1, "Out@GRAD"};
+constexpr InSlot kXForGrad{2, "X"};
+constexpr InSlot kGradAxesTensor{3, "AxesTensor"};  // unsqueeze2_grad only
+constexpr InSlot kGradAxesTensorList{4, "AxesTensorList"};
 constexpr OutSlot kDX{0, "X@GRAD"};
 
 Status SetOutAndXShape(InferShapeContext& ctx, const Dims& x, const Dims& out) {
@@ -44,13 +51,23 @@ Status SetOutAndXShape(InferShapeContext& ctx, const Dims& x, const Dims& out) {
   return Status::OK();
 }
 
+/// X@GRAD gets X's dims; Out@GRAD, whose elements the gradient kernels move into it, must hold as
+/// many (when both are known).
+Status SetGradLikeX(InferShapeContext& ctx, const Dims& x) {
+  const Dims dout = ctx.InputDims(kDOut);
+  if (dout.Numel() >= 0 && x.Numel() >= 0 && dout.Numel() != x.Numel())
+    return ctx.Fail("Out@GRAD has shape {} ({} elements) but X has shape {} ({} elements)", dout.ToString(),
+                    dout.Numel(), x.ToString(), x.Numel());
+  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, x, ctx.InputDType(kDOut));
+  return Status::OK();
+}
+
 /// X@GRAD takes the shape recorded in XShape and the dtype of Out@GRAD.
 Status InferGradFromXShape(InferShapeContext& ctx) {
   Dims xshape = ctx.InputDims(kXShapeIn);
   if (xshape.rank() < 1 || xshape[0] != 0)
     return ctx.Fail("XShape has shape {}, which is not an XShape ([0] followed by X's dims)", xshape.ToString());
-  if (ctx.HasOutput(kDX)) ctx.SetOutput(kDX, DimsFromXShape(xshape), ctx.InputDType(kDOut));
-  return Status::OK();
+  return SetGradLikeX(ctx, DimsFromXShape(xshape));
 }
 
 /// The default gradient, after checking the forward op kept the XShape its gradient reads.
@@ -173,6 +190,106 @@ Status InferFlatten(InferShapeContext& ctx) {
   out.push_back(x.Product(s, e + 1));
   for (int i = e + 1; i < x.rank(); ++i) out.push_back(x[i]);
   return SetOutAndXShape(ctx, x, out);
+}
+
+// ---- squeeze2 / unsqueeze2 ------------------------------------------------------------------
+
+/// PaddlePaddle's squeeze rule: without `axes`, every dimension of size 1 goes; otherwise the
+/// listed axes go when their size is 1 (or unknown: PaddlePaddle assumes 1 at compile time) and
+/// stay, silently, when it is not.
+Status InferSqueeze2(InferShapeContext& ctx) {
+  Dims x = ctx.InputDims(kX);
+  auto axes = ctx.Attr<std::vector<int>>("axes");
+  std::array<bool, kMaxRank> drop{};
+  if (axes.empty()) {
+    for (int i = 0; i < x.rank(); ++i) drop[i] = x[i] == 1;
+  } else {
+    for (int a : axes) {
+      if (x.rank() == 0 && (a == 0 || a == -1)) continue;  // a 0-D X squeezes to itself
+      const int i = NormalizeAxis(a, x.rank());
+      if (i < 0)
+        return ctx.Fail("axes has entry {} out of range for X of shape {} (rank {})", a, x.ToString(), x.rank());
+      drop[i] = drop[i] || x[i] == 1 || x[i] == kUnknownDim;
+    }
+  }
+  Dims out;
+  for (int i = 0; i < x.rank(); ++i)
+    if (!drop[i]) out.push_back(x[i]);
+  return SetOutAndXShape(ctx, x, out);
+}
+
+/// PaddlePaddle's unsqueeze rule: the axes are inserted one after the other, each counted in the
+/// shape built so far (a negative axis a stands for a + rank + 1).
+Status InferUnsqueeze2(InferShapeContext& ctx) {
+  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kAxesTensor, "axes"));
+  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kAxesTensorList, "axes"));
+  Dims x = ctx.InputDims(kX);
+  auto axes = ctx.Attr<std::vector<int>>("axes");
+  const int out_rank = x.rank() + static_cast<int>(axes.size());
+  if (out_rank > kMaxRank - 1)
+    return ctx.Fail("unsqueezing X of shape {} by {} axes gives rank {}, more than the maximum of {}", x.ToString(),
+                    axes.size(), out_rank, kMaxRank - 1);
+  // Mark the new axes (true) in a shape that grows by one axis per entry.
+  std::array<bool, kMaxRank> is_new{};
+  int rank = x.rank();
+  for (int a : axes) {
+    const int cur = a < 0 ? a + rank + 1 : a;
+    if (cur < 0 || cur > rank)
+      return ctx.Fail("axes has entry {} out of range for a shape of rank {} (X has shape {}): it must be in [{}, {}]",
+                      a, rank, x.ToString(), -rank - 1, rank);
+    std::copy_backward(is_new.begin() + cur, is_new.begin() + rank, is_new.begin() + rank + 1);
+    is_new[cur] = true;
+    ++rank;
+  }
+  Dims out;
+  for (int i = 0, k = 0; i < out_rank; ++i) out.push_back(is_new[i] ? 1 : x[k++]);
+  return SetOutAndXShape(ctx, x, out);
+}
+
+/// X@GRAD takes X's shape, from XShape (PaddlePaddle 2.x and paddlec bind it) or from X itself
+/// (PaddlePaddle 3.x binds X, whose data it never reads; so do its PIR programs' reshape_grad and
+/// flatten_grad).
+Status InferGradShapeFromXShapeOrX(InferShapeContext& ctx) {
+  if (ctx.HasInput(kXShapeIn)) return InferGradFromXShape(ctx);
+  if (!ctx.HasInput(kXForGrad))
+    return ctx.Fail("neither XShape nor X is bound: the gradient needs one of them for X's shape");
+  return SetGradLikeX(ctx, ctx.InputDims(kXForGrad));
+}
+
+/// squeeze2_grad / unsqueeze2_grad.
+Status InferGradFromXShapeOrX(InferShapeContext& ctx) {
+  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kGradAxesTensor, "axes"));
+  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kGradAxesTensorList, "axes"));
+  return InferGradShapeFromXShapeOrX(ctx);
+}
+
+/// The default gradient, reading XShape when the forward op wrote one and X otherwise.
+Status XShapeOrXGradMaker(GradMakerContext& ctx) {
+  PC_RETURN_IF_ERROR(DefaultGradMaker(ctx));
+  if (ctx.Output("XShape").empty()) return Status::OK();
+  for (pb::OpDesc& op : ctx.emitted()) {
+    auto* ins = op.mutable_inputs();
+    for (int i = ins->size() - 1; i >= 0; --i)
+      if (ins->Get(i).parameter() == kXForGrad.name) ins->DeleteSubrange(i, 1);
+  }
+  return Status::OK();
+}
+
+// ---- shape ------------------------------------------------------------------------------------
+
+constexpr InSlot kShapeInput{0, "Input"};
+
+Status InferShapeOp(InferShapeContext& ctx) {
+  ctx.SetOutput(kOut, Dims{ctx.InputDims(kShapeInput).rank()}, DType::kInt32);
+  return Status::OK();
+}
+
+/// Out = Input's dims (int32, as PaddlePaddle writes them); Input's data is not read.
+Status ShapeCpu(KernelContext& ctx) {
+  const Dims& d = ctx.In(kShapeInput).dims();
+  int32_t* out = ctx.Out(kOut).data<int32_t>();
+  for (int i = 0; i < d.rank(); ++i) out[i] = static_cast<int32_t>(d[i]);
+  return Status::OK();
 }
 
 // ---- transpose2 -----------------------------------------------------------------------------
@@ -417,11 +534,13 @@ Status TransposeGradCpu(KernelContext& ctx, const TransposeAttrs& a) {
 OpBuilder AddXShapeGrad(OpRegistry& r, const std::string& fwd) {
   OpBuilder g = r.Add(fwd + "_grad");
   g.GradOf(fwd)
-      .Doc(fmt::format("Gradient of {}: X@GRAD from Out@GRAD, shaped by XShape.", fwd))
-      .Input(kXShapeIn, "The forward XShape ([0] + X's dims).")
+      .Doc(fmt::format("Gradient of {}: X@GRAD from Out@GRAD, shaped by XShape or X.", fwd))
+      .Input(kXShapeIn, "The forward XShape ([0] + X's dims), when the forward op wrote one.", kDispensable)
       .Input(kDOut, "Gradient of the loss with respect to Out.")
+      .Input(kXForGrad, "The forward X, for its shape only (PaddlePaddle 3's PIR gradients bind it instead of XShape).",
+             kDispensable)
       .Output(kDX, "Gradient of the loss with respect to X.")
-      .InferShape(InferGradFromXShape);
+      .InferShape(InferGradShapeFromXShapeOrX);
   return g;
 }
 
@@ -463,6 +582,56 @@ void RegisterShapeOps(OpRegistry& r) {
     flatten.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(CopyForwardCpu));
     flatten_grad.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(CopyGradCpu));
   });
+
+  OpBuilder squeeze = r.Add("squeeze2");
+  squeeze.Doc("Removes size-1 dimensions: those listed in `axes` (others listed stay), or all of them.")
+      .Input(kX, "The tensor to squeeze.")
+      .Output(kOut, "X's elements without the squeezed dimensions.")
+      .Output(kXShape, "[0] + X's dims, a zero-element tensor recording X's shape for the gradient.",
+              kIntermediate | kDispensable)
+      .Attr("axes", std::vector<int>{}, "Axes to remove when of size 1; empty removes every size-1 axis.")
+      .InferShape(InferSqueeze2)
+      .Grad(XShapeOrXGradMaker);
+  OpBuilder unsqueeze = r.Add("unsqueeze2");
+  unsqueeze.Doc("Inserts size-1 dimensions at `axes`, each index counted in the shape built so far.")
+      .Input(kX, "The tensor to unsqueeze.")
+      .Input(kAxesTensor, "A 1-D int tensor overriding `axes` (not supported yet).", kDispensable)
+      .Input(kAxesTensorList, "1-element int tensors overriding `axes` (not supported yet).",
+             kDuplicable | kDispensable)
+      .Output(kOut, "X's elements with the new dimensions.")
+      .Output(kXShape, "[0] + X's dims, a zero-element tensor recording X's shape for the gradient.",
+              kIntermediate | kDispensable)
+      .Attr("axes", std::vector<int>{}, "Where to insert size-1 axes; negative counts from the end.")
+      .InferShape(InferUnsqueeze2)
+      .NoGradInput(kAxesTensor)
+      .NoGradInput(kAxesTensorList)
+      .Grad(XShapeOrXGradMaker);
+  for (const char* fwd : {"squeeze2", "unsqueeze2"}) {
+    OpBuilder g = r.Add(std::string(fwd) + "_grad");
+    g.GradOf(fwd)
+        .Doc(fmt::format("Gradient of {}: X@GRAD from Out@GRAD, shaped by XShape or X.", fwd))
+        .Input(kXShapeIn, "The forward XShape ([0] + X's dims), when the forward op wrote one.", kDispensable)
+        .Input(kDOut, "Gradient of the loss with respect to Out.")
+        .Input(kXForGrad, "The forward X, for its shape only (PaddlePaddle 3.x binds it instead of XShape).",
+               kDispensable);
+    if (std::string_view(fwd) == "unsqueeze2")  // PaddlePaddle's unsqueeze2_grad carries the axes tensors too
+      g.Input(kGradAxesTensor, "The forward AxesTensor (not supported yet).", kDispensable)
+          .Input(kGradAxesTensorList, "The forward AxesTensorList (not supported yet).", kDuplicable | kDispensable);
+    g.Output(kDX, "Gradient of the loss with respect to X.").InferShape(InferGradFromXShapeOrX);
+    ForEachDType([&]<class T>() { g.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(CopyGradCpu)); });
+  }
+  ForEachDType([&]<class T>() {
+    squeeze.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(CopyForwardCpu));
+    unsqueeze.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(CopyForwardCpu));
+  });
+
+  OpBuilder shape = r.Add("shape");
+  shape.Doc("Out = the dims of Input as a 1-D int32 tensor (Input's data is not read).")
+      .Input(kShapeInput, "The tensor whose shape is taken.")
+      .Output(kOut, "Input's dims, one int32 per axis.")
+      .InferShape(InferShapeOp)
+      .NoGradient();
+  ForEachDType([&]<class T>() { shape.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(ShapeCpu)); });
 
   OpBuilder transpose = r.Add("transpose2");
   transpose.Doc("Permutes X's axes: Out's axis i is X's axis axis[i].")

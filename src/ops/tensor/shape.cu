@@ -1,4 +1,5 @@
-// CUDA kernels of transpose2 (and its gradient): after tensor_index::MakeTransposePlan coalesced the
+// CUDA kernels of the shape ops: `shape` (the dims written by a kernel that carries them), slice's
+// strided gathers and scatters, and transpose2 (and its gradient): after tensor_index::MakeTransposePlan coalesced the
 // permutation, a memcpy (identity), a gather whose reads run along the input's contiguous last axis
 // (that axis stays last), or a batch of 32x32 tiles transposed through shared memory, so that reads
 // (along the input's last axis) and writes (along the output's last axis) are both coalesced.
@@ -65,7 +66,71 @@ cudaError_t TransposeAs(const void* in_v, void* out_v, const TransposePlan& p, c
   return cudaGetLastError();
 }
 
+__global__ void WriteShapeKernel(int32_t* out, ShapeValues v) {
+  if (threadIdx.x < v.rank) out[threadIdx.x] = v.dims[threadIdx.x];
+}
+
+/// dense[i] = strided[GatherOffset(i)] (kScatter: the reverse).
+template <class E, class Index, bool kScatter>
+__global__ void StridedKernel(E* __restrict__ strided, E* __restrict__ dense, TransposePlan p) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < p.n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const Index off = tensor_index::GatherOffset<Index>(p, static_cast<Index>(i));
+    if (kScatter)
+      strided[off] = dense[i];
+    else
+      dense[i] = strided[off];
+  }
+}
+
+template <class E>
+cudaError_t StridedAs(void* strided, void* dense, const TransposePlan& p, bool scatter, cudaStream_t s) {
+  E* st = static_cast<E*>(strided);
+  E* de = static_cast<E*>(dense);
+  const bool narrow = p.n <= INT32_MAX;
+  if (scatter) {
+    if (narrow)
+      StridedKernel<E, int32_t, true><<<Blocks(p.n), kThreads, 0, s>>>(st, de, p);
+    else
+      StridedKernel<E, int64_t, true><<<Blocks(p.n), kThreads, 0, s>>>(st, de, p);
+  } else {
+    if (narrow)
+      StridedKernel<E, int32_t, false><<<Blocks(p.n), kThreads, 0, s>>>(st, de, p);
+    else
+      StridedKernel<E, int64_t, false><<<Blocks(p.n), kThreads, 0, s>>>(st, de, p);
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t WriteShape(int32_t* out, const ShapeValues& v, cudaStream_t s) {
+  if (v.rank == 0) return cudaSuccess;
+  WriteShapeKernel<<<1, 32, 0, s>>>(out, v);
+  return cudaGetLastError();
+}
+
+cudaError_t StridedCopy(void* strided, void* dense, int elem_bytes, const TransposePlan& plan, bool scatter,
+                        cudaStream_t s) {
+  if (plan.n == 0) return cudaSuccess;
+  if (plan.kind == tensor_index::TransposeKind::kCopy) {
+    const size_t bytes = static_cast<size_t>(plan.n) * static_cast<size_t>(elem_bytes);
+    return scatter ? cudaMemcpyAsync(strided, dense, bytes, cudaMemcpyDeviceToDevice, s)
+                   : cudaMemcpyAsync(dense, strided, bytes, cudaMemcpyDeviceToDevice, s);
+  }
+  switch (elem_bytes) {
+    case 1:
+      return StridedAs<uint8_t>(strided, dense, plan, scatter, s);
+    case 2:
+      return StridedAs<uint16_t>(strided, dense, plan, scatter, s);
+    case 4:
+      return StridedAs<uint32_t>(strided, dense, plan, scatter, s);
+    case 8:
+      return StridedAs<unsigned long long>(strided, dense, plan, scatter, s);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
 
 cudaError_t Transpose(const void* in, void* out, int elem_bytes, const TransposePlan& plan, cudaStream_t s) {
   if (plan.n == 0) return cudaSuccess;

@@ -1,5 +1,5 @@
-// reshape2, flatten_contiguous_range and transpose2: values against naive references, shape inference
-// with unknown dims, exact error messages, and gradient checks.
+// reshape2, flatten_contiguous_range, squeeze2, unsqueeze2, shape and transpose2: values against naive
+// references, shape inference with unknown dims, exact error messages, and gradient checks.
 #include <algorithm>
 #include <numeric>
 
@@ -335,6 +335,156 @@ TEST_CASE("transpose2 and reshape2 give the same bits on 1 and 2 threads") {
   auto two = RunModule(**module, {{"x", x}}, {"out"}, {.threads = 2});
   REQUIRE_OK(two.status());
   ExpectClose(two->at("out"), RefTranspose(x, perm), {0, 0}, "2 threads vs reference");
+}
+
+}  // namespace
+}  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+// ---- squeeze2 / unsqueeze2 / shape -------------------------------------------------------------
+
+TEST_CASE("squeeze2 follows PaddlePaddle's rule for listed, unlisted and unknown axes") {
+  struct Case {
+    Dims x;
+    std::vector<int> axes;
+    Dims expect;
+  };
+  const Case cases[] = {
+      {{1, 3, 1, 5}, {}, {3, 5}},         // every size-1 axis
+      {{1, 3, 1, 5}, {0}, {3, 1, 5}},     //
+      {{1, 3, 1, 5}, {-2, 0}, {3, 5}},    // negative axes count from the end
+      {{1, 3, 1, 5}, {1}, {1, 3, 1, 5}},  // a listed axis of size 3 stays, silently
+      {{1}, {}, {}},                      // to 0-D
+      {{}, {}, {}},                       //
+      {{-1, 1, 4}, {1}, {-1, 4}},         //
+      {{2, -1, 4}, {1}, {2, 4}},          // an unknown listed axis is assumed to be 1
+      {{2, -1, 4}, {}, {2, -1, 4}},       // but never squeezed unlisted
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.x.ToString());
+    CAPTURE(c.axes.size());
+    OpTest op("squeeze2");
+    Dims run = c.x;
+    for (int64_t& d : run) d = d < 0 ? 1 : d;
+    Tensor x = RandomTensor(DType::kFloat32, run, 3);
+    op.Input("X", x).CompileDims("X", c.x).Output("Out").Output("XShape");
+    if (!c.axes.empty()) op.Attr("axes", c.axes);
+    REQUIRE_OK(op.Compile());
+    CHECK(op.CompiledDims("Out") == c.expect);
+    Dims xshape = c.x;
+    xshape.insert(0, 0);
+    CHECK(op.CompiledDims("XShape") == xshape);
+  }
+  OpTest run("squeeze2");
+  Tensor x = RandomTensor(DType::kInt64, {1, 3, 1, 5}, 4, -9, 9);
+  run.Input("X", x).Attr("axes", std::vector<int>{2}).Output("Out");
+  REQUIRE_OK(run.Run());
+  run.ExpectOutput("Out", WithDims(x, {1, 3, 5}), {0, 0});
+}
+
+TEST_CASE("unsqueeze2 inserts axes one after the other, as PaddlePaddle does") {
+  struct Case {
+    Dims x;
+    std::vector<int> axes;
+    Dims expect;
+  };
+  const Case cases[] = {
+      {{3, 5}, {0}, {1, 3, 5}},
+      {{3, 5}, {-1}, {3, 5, 1}},
+      {{3, 5}, {0, 2}, {1, 3, 1, 5}},    // 2 counts in [1, 3, 5]
+      {{3, 5}, {2, 0}, {1, 3, 5, 1}},    //
+      {{3, 5}, {1, 1}, {3, 1, 1, 5}},    //
+      {{3, 5}, {-1, -1}, {3, 5, 1, 1}},  //
+      {{}, {0}, {1}},                    // a 0-D tensor to [1]
+      {{-1, 4}, {1}, {-1, 1, 4}},        //
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.x.ToString());
+    CAPTURE(c.axes.size());
+    Dims run = c.x;
+    for (int64_t& d : run) d = d < 0 ? 2 : d;
+    Tensor x = RandomTensor(DType::kFloat32, run, 5);
+    OpTest op("unsqueeze2");
+    op.Input("X", x).CompileDims("X", c.x).Attr("axes", c.axes).Output("Out").Output("XShape");
+    REQUIRE_OK(op.Run());
+    CHECK(op.CompiledDims("Out") == c.expect);
+    Dims expect_run = c.expect;
+    for (int64_t& d : expect_run) d = d < 0 ? 2 : d;
+    op.ExpectOutput("Out", WithDims(x, expect_run), {0, 0});
+  }
+  OpTest bad("unsqueeze2");
+  bad.Input("X", RandomTensor(DType::kFloat32, {3, 5}, 6)).Attr("axes", std::vector<int>{4}).Output("Out");
+  CHECK(CompileError(bad) ==
+        "axes has entry 4 out of range for a shape of rank 2 (X has shape [3, 5]): it must be in [-3, 2]");
+  OpTest tensor_axes("unsqueeze2");
+  tensor_axes.Input("X", RandomTensor(DType::kFloat32, {3}, 6))
+      .Input("AxesTensor", MakeTensor<int32_t>({1}, {0}))
+      .Output("Out");
+  CHECK(CompileError(tensor_axes) ==
+        "input AxesTensor (bound to 'AxesTensor') is not supported yet: give `axes` as an attribute instead");
+}
+
+TEST_CASE("squeeze2 and unsqueeze2 gradients reshape Out@GRAD back, from XShape or from X") {
+  OpTest sq("squeeze2");
+  sq.Input("X", RandomTensor(DType::kFloat32, {2, 1, 3}, 7)).Output("Out").Output("XShape");
+  sq.CheckGrad({.inputs = {"X"}});
+  OpTest sq_no_xshape("squeeze2");  // PaddlePaddle 3.x writes no XShape: the gradient reads X's shape
+  sq_no_xshape.Input("X", RandomTensor(DType::kFloat32, {2, 1, 3}, 7)).Output("Out");
+  sq_no_xshape.CheckGrad({.inputs = {"X"}});
+  OpTest unsq("unsqueeze2");
+  unsq.Input("X", RandomTensor(DType::kFloat32, {2, 3}, 8)).Attr("axes", std::vector<int>{1, -1}).Output("Out");
+  unsq.CheckGrad({.inputs = {"X"}});
+  // The emitted grad op binds exactly one shape source.
+  for (bool xshape : {true, false}) {
+    ir::pb::OpDesc fwd;
+    fwd.set_type("squeeze2");
+    ops::AddInput(fwd, "X", {"x"});
+    ops::AddOutput(fwd, "Out", {"y"});
+    if (xshape) ops::AddOutput(fwd, "XShape", {"xs"});
+    std::unordered_set<std::string> no_grad;
+    ops::GradMakerContext g(fwd, no_grad, ops::GlobalOpRegistry());
+    REQUIRE_OK(ops::GlobalOpRegistry().Find("squeeze2")->grad_maker()(g));
+    REQUIRE(g.emitted().size() == 1);
+    std::vector<std::string> slots;
+    for (const auto& in : g.emitted()[0].inputs()) slots.push_back(in.parameter());
+    CHECK(slots ==
+          (xshape ? std::vector<std::string>{"XShape", "Out@GRAD"} : std::vector<std::string>{"Out@GRAD", "X"}));
+  }
+}
+
+TEST_CASE("shape returns int32 dims without reading the data") {
+  for (DType t : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    OpTest op("shape");
+    op.Input("Input", RandomTensor(t, {4, 1, 7}, 9)).CompileDims("Input", {-1, 1, 7}).Output("Out");
+    REQUIRE_OK(op.Run());
+    CHECK(op.CompiledDims("Out") == Dims{3});
+    op.ExpectOutput("Out", MakeTensor<int32_t>({3}, {4, 1, 7}), {0, 0});
+  }
+  OpTest scalar("shape");
+  scalar.Input("Input", MakeTensor<float>({}, {1.f})).Output("Out");
+  REQUIRE_OK(scalar.Run());
+  CHECK(scalar.Out("Out").dims() == Dims{0});
+  CHECK(ops::GlobalOpRegistry().Find("shape")->no_gradient());
+}
+
+}  // namespace
+}  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+TEST_CASE("the copy gradients reject an Out@GRAD with another element count") {
+  for (const char* op : {"reshape2_grad", "squeeze2_grad", "transpose2_grad"}) {
+    CAPTURE(op);
+    OpTest t(op);
+    t.Input("XShape", MakeTensor<float>({0, 2, 3}, {}))
+        .Input("Out@GRAD", RandomTensor(DType::kFloat32, {7}, 1))
+        .Output("X@GRAD");
+    if (std::string(op) == "transpose2_grad") t.Attr("axis", std::vector<int>{1, 0});
+    CHECK(CompileError(t) == "Out@GRAD has shape [7] (7 elements) but X has shape [2, 3] (6 elements)");
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The tensor family: creation, copies and casts (fill.cc), shape changes (shape.cc), joining and
-// splitting (concat_split.cc) and selection (top_k.cc).
+// splitting and stacking (concat_split.cc), selection (top_k.cc) and indexing (index.cc).
 #include "tensor/tensor_internal.h"
 
 namespace paddlec::ops {
@@ -9,6 +9,7 @@ void RegisterTensorOps(OpRegistry& r) {
   RegisterShapeOps(r);
   RegisterConcatSplitOps(r);
   RegisterTopKOps(r);
+  RegisterIndexOps(r);
 }
 
 }  // namespace paddlec::ops

@@ -1,6 +1,7 @@
 // The tensor family's CUDA kernels as paddlec kernels: fill_constant, fill_zeros_like, assign, cast,
-// reshape2 / flatten_contiguous_range (copies, as on the CPU) and their gradients, transpose2 (+ grad),
-// concat (+ grad), split and top_k_v2 (+ grad), for every dtype the CPU registers. Copies and zero
+// reshape2 / flatten_contiguous_range / squeeze2 / unsqueeze2 (copies, as on the CPU) and their
+// gradients, shape, transpose2 (+ grad), concat (+ grad), split, stack (+ grad), top_k_v2 (+ grad)
+// and arg_max, for every dtype the CPU registers; slice and gather are in index_cuda.cc. Copies and zero
 // fills are cudaMemcpyAsync / cudaMemsetAsync on the context's stream; the rest call the launchers
 // of fill.cu, shape.cu, concat_split.cu and top_k.cu. Built into libpaddlec_cuda.so only.
 #include "tensor/tensor_cuda.h"
@@ -13,8 +14,12 @@
 #include <vector>
 
 #include "common/cuda_host.h"
+#include "tensor/arg_max_slots.h"
 
 namespace paddlec::ops {
+
+Status RegisterIndexCudaKernels(OpRegistry& r);  // index_cuda.cc: slice, gather and their gradients
+
 namespace {
 
 namespace ti = tensor_index;
@@ -275,6 +280,63 @@ Status SplitGpu(KernelContext& ctx, const SplitAttrs& a) {
       });
 }
 
+/// stack: a concat along the new axis of Y, each X one unit long (concat_split.cc's view).
+constexpr OutSlot kY{0, "Y"};
+constexpr InSlot kDY{1, "Y@GRAD"};  // stack_grad: (X, Y@GRAD) -> X@GRAD
+
+Status StackGpu(KernelContext& ctx, const AxisAttrs& a) {
+  Tensor& y = ctx.Out(kY);
+  const int axis = NormalizeAxis(a.axis, y.dims().rank());
+  const RowView v = ViewAt(y.dims(), axis, y.dtype());
+  return MoveAllParts(
+      ctx, y.raw_data(), v.outer, y.dims()[axis], v.inner_bytes, ctx.NumIn(kX), true,
+      [&](int i) { return const_cast<void*>(ctx.In(kX, i).raw_data()); }, [](int) { return int64_t{1}; });
+}
+
+Status StackGradGpu(KernelContext& ctx, const AxisAttrs& a) {
+  const Tensor& dy = ctx.In(kDY);
+  const int axis = NormalizeAxis(a.axis, dy.dims().rank());
+  const RowView v = ViewAt(dy.dims(), axis, dy.dtype());
+  return MoveAllParts(
+      ctx, const_cast<void*>(dy.raw_data()), v.outer, dy.dims()[axis], v.inner_bytes, ctx.NumOut(kDX), false,
+      [&](int i) -> void* {
+        Tensor* dx = ctx.OutOpt(kDX, i);
+        return dx ? dx->raw_data() : nullptr;
+      },
+      [](int) { return int64_t{1}; });
+}
+
+// ---- shape --------------------------------------------------------------------------------------
+
+constexpr InSlot kShapeInput{0, "Input"};
+
+Status ShapeGpu(KernelContext& ctx) {
+  const Dims& d = ctx.In(kShapeInput).dims();
+  cuda::ShapeValues v;
+  v.rank = d.rank();
+  for (int i = 0; i < d.rank(); ++i) v.dims[i] = static_cast<int32_t>(d[i]);
+  return cuda::Launched(cuda::WriteShape(ctx.Out(kOut).data<int32_t>(), v, cuda::Stream(ctx)), "shape");
+}
+
+// ---- arg_max ------------------------------------------------------------------------------------
+
+template <class T>
+Status ArgMaxGpu(KernelContext& ctx, const arg_max::ArgMaxAttrs& a) {
+  const Tensor& x = ctx.In(arg_max::kX);
+  Tensor& out = ctx.Out(arg_max::kOut);
+  const arg_max::ArgLines l = arg_max::LinesOf(x.dims(), a);
+  if (out.dtype() == DType::kInt32) {
+    if (l.n > INT32_MAX)
+      return MakeError(ErrorCode::kRuntime,
+                       "X has {} entries along the axis, too many for int32 indices: use dtype 3 (int64)", l.n);
+    return cuda::Launched(
+        cuda::ArgMax<T, int32_t>(x.data<T>(), out.data<int32_t>(), l.outer, l.n, l.inner, cuda::Stream(ctx)),
+        "arg_max");
+  }
+  return cuda::Launched(
+      cuda::ArgMax<T, int64_t>(x.data<T>(), out.data<int64_t>(), l.outer, l.n, l.inner, cuda::Stream(ctx)), "arg_max");
+}
+
 // ---- top_k_v2 -----------------------------------------------------------------------------------
 
 constexpr OutSlot kIndices{1, "Indices"};
@@ -341,7 +403,7 @@ Status RegisterTensorCudaKernels(OpRegistry& r) {
     add("fill_zeros_like", t, MakeKernel(FillZerosGpu));
     add("assign", t, MakeKernel(AssignGpu));
     add("cast", t, MakeKernel(CastGpu<T>));
-    for (const char* op : {"reshape2", "flatten_contiguous_range"}) {
+    for (const char* op : {"reshape2", "flatten_contiguous_range", "squeeze2", "unsqueeze2"}) {
       add(op, t, MakeKernel(CopyForwardGpu));
       add((std::string(op) + "_grad").c_str(), t, MakeKernel(CopyGradGpu));
     }
@@ -354,14 +416,22 @@ Status RegisterTensorCudaKernels(OpRegistry& r) {
     add("concat", t, MakeKernel(ConcatGpu));
     add("concat_grad", t, MakeKernel(ConcatGradGpu));
     add("split", t, MakeKernel(SplitGpu));
+    add("stack", t, MakeKernel(StackGpu));
+    add("stack_grad", t, MakeKernel(StackGradGpu));
+    add("shape", t, MakeKernel(ShapeGpu));
   });
+  add("arg_max", DType::kFloat32, MakeKernel(ArgMaxGpu<float>));
+  add("arg_max", DType::kFloat64, MakeKernel(ArgMaxGpu<double>));
+  add("arg_max", DType::kInt32, MakeKernel(ArgMaxGpu<int32_t>));
+  add("arg_max", DType::kInt64, MakeKernel(ArgMaxGpu<int64_t>));
   add("top_k_v2", DType::kFloat32, MakeKernelClass<TopKGpu<float>>());
   add("top_k_v2", DType::kFloat64, MakeKernelClass<TopKGpu<double>>());
   add("top_k_v2", DType::kInt32, MakeKernelClass<TopKGpu<int32_t>>());
   add("top_k_v2", DType::kInt64, MakeKernelClass<TopKGpu<int64_t>>());
   add("top_k_v2_grad", DType::kFloat32, MakeKernel(TopKGradGpu<float>));
   add("top_k_v2_grad", DType::kFloat64, MakeKernel(TopKGradGpu<double>));
-  return st;
+  if (!st.ok()) return st;
+  return RegisterIndexCudaKernels(r);
 }
 
 }  // namespace paddlec::ops

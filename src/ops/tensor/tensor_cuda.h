@@ -1,5 +1,5 @@
-// Launchers of the tensor family's CUDA kernels (fill.cu, shape.cu, concat_split.cu, top_k.cu), in
-// plain types. Every launcher queues work on `s` and returns the launch error; none waits for the GPU.
+// Launchers of the tensor family's CUDA kernels (fill.cu, shape.cu, concat_split.cu, top_k.cu,
+// index.cu), in plain types. Every launcher queues work on `s` and returns the launch error; none waits for the GPU.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,5 +41,30 @@ cudaError_t TopK(const T* x, T* out, int64_t* indices, int64_t outer, int64_t n,
 template <class T>
 cudaError_t TopKGrad(const int64_t* indices, const T* dout, T* dx, int64_t outer, int64_t n, int64_t inner, int64_t k,
                      cudaStream_t s);
+
+/// out[0, rank) = dims (the shape op): the values travel in the launch, so the kernel replays.
+struct ShapeValues {
+  int rank = 0;
+  int32_t dims[tensor_index::kMaxRank] = {};
+};
+cudaError_t WriteShape(int32_t* out, const ShapeValues& v, cudaStream_t s);
+
+/// The strided view of `plan` (tensor_index::MakeStridedPlan) between a contiguous buffer and a
+/// source/destination at `strided`: gather (scatter = false) strided -> dense, or scatter dense ->
+/// strided. Elements move as `elem_bytes` (1, 2, 4 or 8) bytes.
+cudaError_t StridedCopy(void* strided, void* dense, int elem_bytes, const tensor_index::TransposePlan& plan,
+                        bool scatter, cudaStream_t s);
+
+/// Rows of a gather: out[o, j, :] = x[o, index[j], :] over [outer, rows, inner] views of `row_bytes`
+/// rows; the smallest j whose index is outside [0, rows) is atomicMin'ed into *bad_pos (set to ~0
+/// by the caller) and its rows are zeros. I: int32, int64.
+template <class I>
+cudaError_t GatherRows(const void* x, const I* index, int64_t m, int64_t outer, int64_t rows, int64_t row_bytes,
+                       void* out, unsigned long long* bad_pos, cudaStream_t s);
+
+/// arg_max over [outer, n, inner] lines: out[o, i] = the first k maximizing x[o, k, i] (NaN above
+/// every number). T: float, double, int32, int64; I: int32, int64.
+template <class T, class I>
+cudaError_t ArgMax(const T* x, I* out, int64_t outer, int64_t n, int64_t inner, cudaStream_t s);
 
 }  // namespace paddlec::ops::cuda

@@ -1,8 +1,8 @@
-// Index arithmetic of the tensor family's CUDA kernels, shared by the device code (tensor.cu) and the
-// host code that plans the launches (tensor_cuda.cc): transpose plans (coalesced permutations, gathers
-// and batched 2-D tiles), the part lookup of concat and split, the copy unit of byte moves, and the
-// total order of top_k_v2. Plain __host__ __device__ code without paddlec headers, so nvcc compiles it
-// and the host compiler unit-tests it (tensor_index_test.cc).
+// Index arithmetic of the tensor family's CUDA kernels, shared by the device code (the .cu files) and
+// the host code that plans the launches (tensor_cuda.cc, index_cuda.cc): transpose plans (coalesced
+// permutations, gathers and batched 2-D tiles) and strided views (slice), the part lookup of concat
+// and split, the copy unit of byte moves, and the total order of top_k_v2. Plain __host__ __device__ code without
+// paddlec headers, so nvcc compiles it and the host compiler unit-tests it (tensor_index_test.cc).
 #pragma once
 
 #include <cstdint>
@@ -163,6 +163,33 @@ PC_TENSOR_HD inline void BatchOffsets(const TransposePlan& p, int64_t b, int64_t
 /// The inverse permutation: inv[perm[i]] = i.
 PC_TENSOR_HD inline void InvertPermutation(const int* perm, int rank, int* inv) {
   for (int i = 0; i < rank; ++i) inv[perm[i]] = i;
+}
+
+// ---- strided views (slice) ----------------------------------------------------------------------
+
+/// A plan whose Out (dims `out_dims`, row-major) reads its source at sum_i idx[i] * src_stride[i]:
+/// size-1 axes dropped and adjacent axes merged where the source is contiguous across them; kCopy
+/// when the view is one contiguous run, kGather otherwise (GatherOffset gives each element's source).
+PC_TENSOR_HD inline TransposePlan MakeStridedPlan(const int64_t* out_dims, const int64_t* src_stride, int rank) {
+  TransposePlan plan;
+  int64_t n = 1;
+  for (int a = 0; a < rank; ++a) n *= out_dims[a];
+  plan.n = n;
+  int r = 0;
+  for (int a = 0; a < rank; ++a) {
+    if (out_dims[a] == 1) continue;
+    if (r > 0 && plan.src_stride[r - 1] == src_stride[a] * out_dims[a]) {
+      plan.out_dims[r - 1] *= out_dims[a];
+      plan.src_stride[r - 1] = src_stride[a];
+      continue;
+    }
+    plan.out_dims[r] = out_dims[a];
+    plan.src_stride[r] = src_stride[a];
+    ++r;
+  }
+  plan.rank = r;
+  plan.kind = (n == 0 || r == 0 || (r == 1 && plan.src_stride[0] == 1)) ? TransposeKind::kCopy : TransposeKind::kGather;
+  return plan;
 }
 
 // ---- concat / split ---------------------------------------------------------------------------

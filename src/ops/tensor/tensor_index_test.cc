@@ -200,3 +200,89 @@ TEST_CASE("tensor_index: line bases of an [outer, n, inner] view") {
 
 }  // namespace
 }  // namespace paddlec::ops::tensor_index
+
+namespace paddlec::ops::tensor_index {
+namespace {
+
+// ---- strided views (slice on the GPU) ----------------------------------------------------------
+
+/// A box [start, start + len) of a row-major tensor of `dims`, read as the CUDA slice kernels read it
+/// (shape.cu's StridedCopy): one memcpy for kCopy, else element i at GatherOffset(i) past the box's
+/// first element.
+std::vector<int> PlannedBox(const std::vector<int>& in, const std::vector<int64_t>& dims,
+                            const std::vector<int64_t>& start, const std::vector<int64_t>& len) {
+  const int r = static_cast<int>(dims.size());
+  std::vector<int64_t> stride(r, 1);
+  for (int a = r - 2; a >= 0; --a) stride[a] = stride[a + 1] * dims[a + 1];
+  int64_t base = 0;
+  for (int a = 0; a < r; ++a) base += start[a] * stride[a];
+  const TransposePlan p = MakeStridedPlan(len.data(), stride.data(), r);
+  std::vector<int> out(static_cast<size_t>(p.n));
+  for (int64_t i = 0; i < p.n; ++i)
+    out[i] = in[base + (p.kind == TransposeKind::kCopy ? i : GatherOffset<int64_t>(p, i))];
+  return out;
+}
+
+std::vector<int> NaiveBox(const std::vector<int>& in, const std::vector<int64_t>& dims,
+                          const std::vector<int64_t>& start, const std::vector<int64_t>& len) {
+  const int r = static_cast<int>(dims.size());
+  int64_t n = 1;
+  for (int64_t l : len) n *= l;
+  std::vector<int> out;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t q = i, src = 0, stride = 1;
+    for (int a = r - 1; a >= 0; --a) {
+      src += (start[a] + q % len[a]) * stride;
+      q /= len[a];
+      stride *= dims[a];
+    }
+    out.push_back(in[src]);
+  }
+  return out;
+}
+
+TEST_CASE("strided plans read slice boxes as a naive walk does") {
+  struct Case {
+    std::vector<int64_t> dims, start, len;
+    TransposeKind kind;
+  };
+  const Case cases[] = {
+      {{4, 5, 6}, {0, 0, 0}, {4, 5, 6}, TransposeKind::kCopy},    // the whole tensor
+      {{4, 5, 6}, {1, 0, 0}, {2, 5, 6}, TransposeKind::kCopy},    // leading rows: one contiguous run
+      {{4, 5, 6}, {0, 2, 0}, {4, 1, 6}, TransposeKind::kGather},  // x[:, 2]
+      {{4, 5, 6}, {1, 1, 2}, {2, 3, 3}, TransposeKind::kGather},  // a box in every axis
+      {{4, 5, 6}, {3, 4, 5}, {1, 1, 1}, TransposeKind::kCopy},    // one element
+      {{3}, {0}, {0}, TransposeKind::kCopy},                      // empty
+      {{2, 1, 7, 1}, {1, 0, 2, 0}, {1, 1, 4, 1}, TransposeKind::kCopy},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.dims.size());
+    int64_t n = 1;
+    for (int64_t d : c.dims) n *= d;
+    std::vector<int> in(static_cast<size_t>(n));
+    std::iota(in.begin(), in.end(), 0);
+    std::vector<int64_t> stride(c.dims.size(), 1);
+    for (int a = static_cast<int>(c.dims.size()) - 2; a >= 0; --a) stride[a] = stride[a + 1] * c.dims[a + 1];
+    CHECK(MakeStridedPlan(c.len.data(), stride.data(), static_cast<int>(c.dims.size())).kind == c.kind);
+    CHECK(PlannedBox(in, c.dims, c.start, c.len) == NaiveBox(in, c.dims, c.start, c.len));
+  }
+  // Random boxes of random shapes up to rank 6.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int r = 1 + static_cast<int>(rng() % 6);
+    std::vector<int64_t> dims(r), start(r), len(r);
+    int64_t n = 1;
+    for (int a = 0; a < r; ++a) {
+      dims[a] = 1 + rng() % 4;
+      start[a] = rng() % dims[a];
+      len[a] = 1 + rng() % (dims[a] - start[a]);
+      n *= dims[a];
+    }
+    std::vector<int> in(static_cast<size_t>(n));
+    std::iota(in.begin(), in.end(), 0);
+    CHECK(PlannedBox(in, dims, start, len) == NaiveBox(in, dims, start, len));
+  }
+}
+
+}  // namespace
+}  // namespace paddlec::ops::tensor_index

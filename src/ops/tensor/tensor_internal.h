@@ -1,4 +1,4 @@
-// Helpers shared by the tensor family's concept files (fill, shape, concat_split, top_k).
+// Helpers shared by the tensor family's concept files (fill, shape, concat_split, top_k, index).
 #pragma once
 
 #include <cstring>
@@ -15,6 +15,7 @@ void RegisterFillOps(OpRegistry& r);
 void RegisterShapeOps(OpRegistry& r);
 void RegisterConcatSplitOps(OpRegistry& r);
 void RegisterTopKOps(OpRegistry& r);
+void RegisterIndexOps(OpRegistry& r);
 
 namespace tensor_internal {
 

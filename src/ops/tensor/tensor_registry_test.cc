@@ -22,6 +22,18 @@ TEST_CASE("tensor and random family registrations are complete") {
                             "split",
                             "top_k_v2",
                             "top_k_v2_grad",
+                            "squeeze2",
+                            "squeeze2_grad",
+                            "unsqueeze2",
+                            "unsqueeze2_grad",
+                            "shape",
+                            "stack",
+                            "stack_grad",
+                            "slice",
+                            "slice_grad",
+                            "gather",
+                            "gather_grad",
+                            "arg_max",
                             "uniform_random",
                             "gaussian_random"};
   for (const char* type : ops_list) {

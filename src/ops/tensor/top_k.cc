@@ -1,4 +1,5 @@
-// top_k_v2: the k largest (or smallest) entries along an axis with their int64 indices, and its gradient.
+// Selection along an axis: top_k_v2 (the k largest or smallest entries with their int64 indices)
+// and its gradient, and arg_max (the index of the largest entry).
 //
 // Order: ties go to the lower index; NaN ranks above every number (first when largest, last when
 // smallest, as NumPy sorts). sorted = false returns the selected entries in ascending index order.
@@ -11,6 +12,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "tensor/arg_max_slots.h"
+#include "tensor/tensor_index.h"
 #include "tensor/tensor_internal.h"
 
 namespace paddlec::ops {
@@ -191,6 +194,110 @@ Status TopKGradCpu(KernelContext& ctx, const TopKGradAttrs& a) {
   return Status::OK();
 }
 
+// ---- arg_max --------------------------------------------------------------------------------
+
+Status InferArgMax(InferShapeContext& ctx) {
+  const Dims x = ctx.InputDims(arg_max::kX);
+  const auto a = arg_max::ArgMaxAttrs::Decode(ctx.attrs());
+  if (a.dtype != -1 && a.dtype != 2 && a.dtype != 3)
+    return ctx.Fail("dtype {} is not an index type: use 2 (int32) or 3 (int64)",
+                    tensor_internal::DTypeAttrName(a.dtype));
+  Dims out;
+  if (a.flatten || x.rank() == 0) {
+    if (x.rank() == 0 && a.axis != 0 && a.axis != -1) return ctx.Fail("axis {} is out of range for a 0-D X", a.axis);
+    if (a.keepdims) out = Dims::Filled(x.rank(), 1);
+  } else {
+    if (a.axis < -x.rank() || a.axis >= x.rank())
+      return ctx.Fail("axis {} is out of range for X of shape {}: it must be in [{}, {}]", a.axis, x.ToString(),
+                      -x.rank(), x.rank() - 1);
+    const int axis = NormalizeAxis(static_cast<int>(a.axis), x.rank());
+    if (x[axis] == 0)
+      return ctx.Fail("X of shape {} has no entries along axis {} to take the arg max of", x.ToString(), axis);
+    for (int i = 0; i < x.rank(); ++i) {
+      if (i != axis)
+        out.push_back(x[i]);
+      else if (a.keepdims)
+        out.push_back(1);
+    }
+  }
+  if (x.IsFullyKnown() && x.Numel() == 0)
+    return ctx.Fail("X of shape {} has no entries to take the arg max of", x.ToString());
+  ctx.SetOutput(arg_max::kOut, out, a.out_dtype());
+  return Status::OK();
+}
+
+/// The index of the largest entry of each line (the first on ties; NaN above every number). Lines
+/// along the last axis are scanned one by one; otherwise the running maxima of `inner` lines are
+/// updated together, a contiguous row at a time.
+template <class T, class I>
+void ArgMaxLines(const T* x, I* out, const arg_max::ArgLines& l) {
+  if (l.inner == 1) {
+    ParallelFor(l.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(l.n, 1)),
+                [&](int64_t b, int64_t e) {
+                  for (int64_t o = b; o < e; ++o) {
+                    const T* v = x + o * l.n;
+                    // The running maximum stays in a register and changes rarely (well-predicted
+                    // branch); the first NaN ends the scan, as it ranks above every number.
+                    T best = v[0];
+                    int64_t bi = 0;
+                    if (!tensor_index::IsNan(best)) {
+                      for (int64_t k = 1; k < l.n; ++k) {
+                        const T vk = v[k];
+                        if (vk > best) {
+                          best = vk;
+                          bi = k;
+                        } else if (tensor_index::IsNan(vk)) {
+                          bi = k;
+                          break;
+                        }
+                      }
+                    }
+                    out[o] = static_cast<I>(bi);
+                  }
+                });
+    return;
+  }
+  // Blocks of kBlock lines keep their running maxima on the stack.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (l.inner + kBlock - 1) / kBlock;
+  ParallelFor(l.outer * blocks, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(l.n * kBlock, 1)),
+              [&](int64_t b, int64_t e) {
+                T best[kBlock];
+                for (int64_t job = b; job < e; ++job) {
+                  const int64_t o = job / blocks, i0 = (job % blocks) * kBlock;
+                  const int64_t len = std::min(kBlock, l.inner - i0);
+                  const T* v = x + o * l.n * l.inner + i0;
+                  I* idx = out + o * l.inner + i0;
+                  std::copy(v, v + len, best);
+                  std::fill(idx, idx + len, I(0));
+                  for (int64_t k = 1; k < l.n; ++k) {
+                    const T* row = v + k * l.inner;
+                    for (int64_t i = 0; i < len; ++i) {
+                      const bool take = Before(row[i], best[i], true);
+                      best[i] = take ? row[i] : best[i];
+                      idx[i] = take ? static_cast<I>(k) : idx[i];
+                    }
+                  }
+                }
+              });
+}
+
+template <class T>
+Status ArgMaxCpu(KernelContext& ctx, const arg_max::ArgMaxAttrs& a) {
+  const Tensor& x = ctx.In(arg_max::kX);
+  Tensor& out = ctx.Out(arg_max::kOut);
+  const arg_max::ArgLines l = arg_max::LinesOf(x.dims(), a);
+  if (out.dtype() == DType::kInt32) {
+    if (l.n > INT32_MAX)
+      return MakeError(ErrorCode::kRuntime,
+                       "X has {} entries along the axis, too many for int32 indices: use dtype 3 (int64)", l.n);
+    ArgMaxLines(x.data<T>(), out.data<int32_t>(), l);
+  } else {
+    ArgMaxLines(x.data<T>(), out.data<int64_t>(), l);
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 void RegisterTopKOps(OpRegistry& r) {
@@ -223,6 +330,24 @@ void RegisterTopKOps(OpRegistry& r) {
       .Output(kDX, "Gradient of the loss with respect to X.")
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernel(TopKGradCpu<float>))
       .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernel(TopKGradCpu<double>));
+
+  r.Add("arg_max")
+      .Doc(
+          "The index of the largest entry of X along `axis` (or of all of X with `flatten`); ties go to the lower "
+          "index, NaN ranks above every number.")
+      .Input(arg_max::kX, "The input tensor.")
+      .Output(arg_max::kOut, "The indices: X's shape without the axis (kept as 1 with `keepdims`).")
+      .RequiredAttr<int64_t>("axis", "The axis to search along; negative counts from the end.")
+      .Attr("keepdims", false, "Keep the searched axis as a dimension of size 1.")
+      .Attr("flatten", false, "Search all of X as one line (Out is 0-D, or all 1s with `keepdims`).")
+      .Attr("dtype", 3, "VarType of Out: 2 (int32) or 3 (int64); -1 means int64.")
+      .AllowedInts({-1, 2, 3})
+      .InferShape(InferArgMax)
+      .NoGradient()
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernel(ArgMaxCpu<float>))
+      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernel(ArgMaxCpu<double>))
+      .Kernel(DeviceType::kCPU, DType::kInt32, MakeKernel(ArgMaxCpu<int32_t>))
+      .Kernel(DeviceType::kCPU, DType::kInt64, MakeKernel(ArgMaxCpu<int64_t>));
 }
 
 }  // namespace paddlec::ops

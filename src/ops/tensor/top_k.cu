@@ -1,4 +1,4 @@
-// CUDA kernels of top_k_v2 and its gradient.
+// CUDA kernels of top_k_v2 and its gradient, and of arg_max.
 //
 // Selection: a group of G threads per line (a warp when the line has at most 1024 elements, a
 // 256-thread block otherwise) runs k passes; pass t finds the best element that ranks strictly after
@@ -8,7 +8,8 @@
 // elements per line). The order is total, so the result is deterministic and equals the CPU's.
 // sorted: pass t writes its winner at position t. Unsorted: the passes only find the k-th winner;
 // one more pass keeps every element ranking at or before it and writes them in index order, placed
-// by a ballot prefix count.
+// by a ballot prefix count. arg_max is one such pass (k = 1) for lines along the last axis, and a
+// sequential scan per thread (coalesced across threads) for lines along an outer axis.
 #include "common/cuda_device.cuh"
 #include "tensor/tensor_cuda.h"
 
@@ -141,7 +142,62 @@ cudaError_t LaunchTopK(const T* x, T* out, int64_t* indices, int64_t lines, int6
   return cudaGetLastError();
 }
 
+/// arg_max of lines along the last axis: a group of G threads per line, one GroupBest pass.
+template <class T, class I, int G>
+__global__ void ArgMaxGroup(const T* __restrict__ x, I* __restrict__ out, int64_t lines, int64_t n) {
+  constexpr int kGroups = kThreads / G;
+  __shared__ Cand<T> warp_best[kThreads / 32];
+  const int lane = threadIdx.x % G;
+  for (int64_t line = blockIdx.x * static_cast<int64_t>(kGroups) + threadIdx.x / G; line < lines;
+       line += static_cast<int64_t>(gridDim.x) * kGroups) {
+    const T* src = x + line * n;
+    Cand<T> best{T(), -1};
+    for (int64_t j = lane; j < n; j += G) {
+      const Cand<T> c{src[j], j};
+      if (Better(c, best, true)) best = c;
+    }
+    best = GroupBest<T, G>(best, true, warp_best);
+    if (lane == 0) out[line] = static_cast<I>(best.i);
+  }
+}
+
+/// arg_max of lines along an outer axis: one thread per line, adjacent threads on adjacent lines.
+template <class T, class I>
+__global__ void ArgMaxThread(const T* __restrict__ x, I* __restrict__ out, int64_t lines, int64_t n, int64_t inner) {
+  for (int64_t line = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; line < lines;
+       line += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const T* src = x + tensor_index::LineBase(line, n, inner);
+    T best = src[0];
+    int64_t bi = 0;
+    for (int64_t j = 1; j < n; ++j) {
+      const T v = src[j * inner];
+      if (RankBefore(v, j, best, bi, true)) {
+        best = v;
+        bi = j;
+      }
+    }
+    out[line] = static_cast<I>(bi);
+  }
+}
+
 }  // namespace
+
+template <class T, class I>
+cudaError_t ArgMax(const T* x, I* out, int64_t outer, int64_t n, int64_t inner, cudaStream_t s) {
+  const int64_t lines = outer * inner;
+  if (lines == 0 || n <= 0) return cudaSuccess;
+  if (inner > 1) {
+    ArgMaxThread<T, I><<<Blocks(lines), kThreads, 0, s>>>(x, out, lines, n, inner);
+  } else if (n <= 1024) {
+    const int64_t blocks = (lines + kThreads / 32 - 1) / (kThreads / 32);
+    ArgMaxGroup<T, I, 32>
+        <<<static_cast<unsigned>(blocks < 132 * 64 ? blocks : 132 * 64), kThreads, 0, s>>>(x, out, lines, n);
+  } else {
+    ArgMaxGroup<T, I, kThreads>
+        <<<static_cast<unsigned>(lines < 132 * 64 ? lines : 132 * 64), kThreads, 0, s>>>(x, out, lines, n);
+  }
+  return cudaGetLastError();
+}
 
 template <class T>
 cudaError_t TopK(const T* x, T* out, int64_t* indices, int64_t outer, int64_t n, int64_t inner, int64_t k, bool largest,
@@ -174,6 +230,14 @@ PC_INSTANTIATE(double)
 PC_INSTANTIATE(int32_t)
 PC_INSTANTIATE(int64_t)
 #undef PC_INSTANTIATE
+#define PC_INSTANTIATE_ARGMAX(T)                                                                        \
+  template cudaError_t ArgMax<T, int32_t>(const T*, int32_t*, int64_t, int64_t, int64_t, cudaStream_t); \
+  template cudaError_t ArgMax<T, int64_t>(const T*, int64_t*, int64_t, int64_t, int64_t, cudaStream_t);
+PC_INSTANTIATE_ARGMAX(float)
+PC_INSTANTIATE_ARGMAX(double)
+PC_INSTANTIATE_ARGMAX(int32_t)
+PC_INSTANTIATE_ARGMAX(int64_t)
+#undef PC_INSTANTIATE_ARGMAX
 template cudaError_t TopKGrad<float>(const int64_t*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
                                      cudaStream_t);
 template cudaError_t TopKGrad<double>(const int64_t*, const double*, double*, int64_t, int64_t, int64_t, int64_t,

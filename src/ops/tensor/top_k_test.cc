@@ -186,3 +186,77 @@ main_program { blocks { idx: 0 parent_idx: -1
 
 }  // namespace
 }  // namespace paddlec::testing
+
+namespace paddlec::testing {
+namespace {
+
+// ---- arg_max -----------------------------------------------------------------------------------
+
+/// Naive arg max over [outer, n, inner] lines (first index on ties, NaN above every number).
+std::vector<int64_t> RefArgMax(const Tensor& x, int64_t outer, int64_t n, int64_t inner) {
+  std::vector<double> v = ToDoubles(x);
+  std::vector<int64_t> out;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        const double a = v[(o * n + k) * inner + i], b = v[(o * n + best) * inner + i];
+        if (!std::isnan(b) && (std::isnan(a) || a > b)) best = k;
+      }
+      out.push_back(best);
+    }
+  return out;
+}
+
+TEST_CASE("arg_max along every axis, flattened, with keepdims and both index types") {
+  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}) {
+    // Few distinct values, so ties are common.
+    Tensor x = RandomTensor(t, {3, 4, 300}, 21, -4, 4);
+    for (int64_t axis : {0, 1, 2, -1}) {
+      CAPTURE(DTypeName(t));
+      CAPTURE(axis);
+      const int a = static_cast<int>(axis < 0 ? axis + 3 : axis);
+      const Dims& d = x.dims();
+      std::vector<int64_t> ref = RefArgMax(x, d.Product(0, a), d[a], d.Product(a + 1, 3));
+      Dims out = d;
+      out.erase(a);
+      OpTest op("arg_max");
+      op.Input("X", x).Attr("axis", axis).Output("Out");
+      REQUIRE_OK(op.Run());
+      op.ExpectOutput("Out", MakeTensor<int64_t>(out, ref), {0, 0});
+      OpTest keep("arg_max");
+      keep.Input("X", x).Attr("axis", axis).Attr("keepdims", true).Attr("dtype", 2).Output("Out");
+      REQUIRE_OK(keep.Run());
+      Dims kept = d;
+      kept[a] = 1;
+      std::vector<int32_t> ref32(ref.begin(), ref.end());
+      keep.ExpectOutput("Out", MakeTensor<int32_t>(kept, ref32), {0, 0});
+    }
+    OpTest flat("arg_max");
+    flat.Input("X", x).Attr("axis", int64_t{0}).Attr("flatten", true).Output("Out");
+    REQUIRE_OK(flat.Run());
+    flat.ExpectOutput("Out", MakeTensor<int64_t>({}, RefArgMax(x, 1, x.numel(), 1)), {0, 0});
+  }
+  OpTest nan("arg_max");
+  nan.Input("X", MakeTensor<float>({2, 3}, {1.f, NAN, 5.f, 2.f, 2.f, 1.f})).Attr("axis", int64_t{1}).Output("Out");
+  REQUIRE_OK(nan.Run());
+  nan.ExpectOutput("Out", MakeTensor<int64_t>({2}, {1, 0}), {0, 0});
+}
+
+TEST_CASE("arg_max shapes with unknown dims and errors") {
+  OpTest op("arg_max");
+  op.Input("X", RandomTensor(DType::kFloat32, {5, 7}, 22)).CompileDims("X", {-1, 7}).Attr("axis", int64_t{1});
+  op.Output("Out");
+  REQUIRE_OK(op.Run());
+  CHECK(op.CompiledDims("Out") == Dims{-1});
+  OpTest bad("arg_max");
+  bad.Input("X", RandomTensor(DType::kFloat32, {5, 7}, 22)).Attr("axis", int64_t{2}).Output("Out");
+  CHECK(CompileError(bad) == "axis 2 is out of range for X of shape [5, 7]: it must be in [-2, 1]");
+  OpTest missing("arg_max");
+  missing.Input("X", RandomTensor(DType::kFloat32, {5, 7}, 22)).Output("Out");
+  CHECK_FALSE(missing.Compile().ok());  // axis is required, as in PaddlePaddle
+  CHECK(ops::GlobalOpRegistry().Find("arg_max")->no_gradient());
+}
+
+}  // namespace
+}  // namespace paddlec::testing

@@ -21,7 +21,14 @@ the kernels::
                        fetch_list=[loss])
 """
 
-from paddlec import _core
+import os as _os
+
+# libgomp (OpenMP, which oneDNN runs on) reads its wait policy once, when _core loads it: spin briefly
+# (1,000 pauses), then sleep, instead of its default milliseconds of spinning, which made runs 5-10x
+# slower beside busy processes (runtime/threads.h; the executables calibrate the count).
+if "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+from paddlec import _core  # noqa: E402
 from paddlec import errors
 from paddlec import unique_name
 from paddlec.framework import (Block, Operator, Parameter, Program, Variable, default_main_program,

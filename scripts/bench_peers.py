@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""paddlec against its peers, the same networks, shapes and thread count in one run (scripts/bench.sh --peers).
+
+Runs every case in a fresh process, one at a time, and prints tables of medians and ratios:
+  inference   paddlec (-O2) vs ONNX Runtime        MLP and LeNet at batch 1 and 64 (forward + loss)
+  training    paddlec vs PyTorch eager vs Paddle static   MLP b64/b512, LeNet b64, ResNet-20 b64 (Adam step)
+  memory      LeNet training at batch 256: peak RSS above the idle process, paddlec vs PyTorch
+  epochs      the 5-epoch Adam MLP run on Fashion-MNIST: paddlec's per-epoch times
+With --busy N the inference and training cases run again beside N CPU-bound background processes
+and a third table prints each tool's slowdown (busy / quiet) and paddlec against Paddle under load.
+ratio = peer time / paddlec time: above 1 means paddlec is faster.
+
+Needs the benchmark-only virtualenv that scripts/bench.sh --peers creates (numpy, onnx, onnxruntime,
+torch, paddlepaddle); it is never a test dependency. The peer models are built here: ONNX graphs with
+onnx.helper, PyTorch modules from scripts/bench_torch.py, Paddle static programs with paddle.static.
+Usage (from bench.sh): python bench_peers.py --build build [--threads 2] [--busy N] [--min-time S]
+       worker mode (one case, one line of JSON): python bench_peers.py --worker TOOL KIND NET BATCH
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+INFERENCE = [("mlp", 1), ("mlp", 64), ("lenet", 1), ("lenet", 64)]
+TRAINING = [("mlp", 64), ("mlp", 512), ("lenet", 64), ("resnet", 64)]
+SHAPES = {"mlp": (784,), "lenet": (1, 28, 28), "resnet": (3, 32, 32)}
+
+
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def median_ms(fn, min_time, min_reps=10):
+    for _ in range(5):
+        fn()
+    times, start = [], time.perf_counter()
+    while len(times) < min_reps or time.perf_counter() - start < min_time:
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+# ---- ONNX Runtime: inference graphs built with onnx.helper ------------------------------------------
+
+
+def onnx_model(net, rng):
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits = [], []
+
+    def param(name, *shape):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.05).astype(np.float32), name))
+        return name
+
+    def fc(x, n_in, n_out, name, relu):
+        nodes.append(helper.make_node("Gemm", [x, param(name + ".w", n_in, n_out), param(name + ".b", n_out)],
+                                      [name + ".y"]))
+        if not relu:
+            return name + ".y"
+        nodes.append(helper.make_node("Relu", [name + ".y"], [name + ".r"]))
+        return name + ".r"
+
+    def conv_block(x, cin, cout, name):
+        nodes.append(helper.make_node("Conv", [x, param(name + ".w", cout, cin, 3, 3)], [name + ".c"], pads=[1, 1, 1, 1]))
+        inits.append(numpy_helper.from_array(np.ones(cout, np.float32), name + ".s"))
+        inits.append(numpy_helper.from_array(np.zeros(cout, np.float32), name + ".b"))
+        inits.append(numpy_helper.from_array(np.zeros(cout, np.float32), name + ".m"))
+        inits.append(numpy_helper.from_array(np.ones(cout, np.float32), name + ".v"))
+        nodes.append(helper.make_node("BatchNormalization", [name + ".c", name + ".s", name + ".b", name + ".m",
+                                                             name + ".v"], [name + ".n"]))
+        nodes.append(helper.make_node("Relu", [name + ".n"], [name + ".r"]))
+        nodes.append(helper.make_node("MaxPool", [name + ".r"], [name + ".p"], kernel_shape=[2, 2], strides=[2, 2]))
+        return name + ".p"
+
+    if net == "mlp":
+        x = fc(fc("img", 784, 512, "fc1", True), 512, 256, "fc2", True)
+        logits = fc(x, 256, 10, "fc3", False)
+    else:
+        x = conv_block(conv_block("img", 1, 32, "conv1"), 32, 64, "conv2")
+        nodes.append(helper.make_node("Flatten", [x], ["flat"], axis=1))
+        logits = fc(fc("flat", 64 * 7 * 7, 128, "fc1", True), 128, 10, "fc2", False)
+    # The same tail as paddlec's programs: softmax, cross entropy against the label, mean.
+    nodes.append(helper.make_node("SoftmaxCrossEntropyLoss", [logits, "label"], ["loss"], reduction="mean"))
+    graph = helper.make_graph(nodes, net, [
+        helper.make_tensor_value_info("img", TensorProto.FLOAT, ["N", *SHAPES[net]]),
+        helper.make_tensor_value_info("label", TensorProto.INT64, ["N"])
+    ], [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def ort_inference(net, batch, threads, min_time):
+    import numpy as np
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(0)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(onnx_model(net, rng).SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    feed = {"img": rng.random((batch, *SHAPES[net]), np.float32), "label": rng.integers(0, 10, batch)}
+    return median_ms(lambda: sess.run(None, feed), min_time)
+
+
+# ---- PyTorch eager: training steps (and LeNet's memory) ---------------------------------------------
+
+
+def torch_step(net, batch, threads):
+    import torch
+    import torch.nn.functional as F
+
+    sys.path.insert(0, HERE)
+    import bench_torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = {"mlp": bench_torch.Mlp, "lenet": bench_torch.LeNet, "resnet": bench_torch.ResNet}[net]()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.rand((batch, *SHAPES[net])), torch.randint(0, 10, (batch,))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
+# ---- PaddlePaddle static executor: training steps ---------------------------------------------------
+
+
+def paddle_step(net, batch, threads):
+    import numpy as np
+    import paddle
+    import paddle.nn.functional as F
+
+    paddle.enable_static()
+    paddle.set_device("cpu")
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        img = paddle.static.data("img", [None, *SHAPES[net]], "float32")
+        label = paddle.static.data("label", [None, 1], "int64")
+
+        def conv_bn(x, cout, stride=1, k=3, relu=True):
+            # paddle.nn layers: paddle.static.nn.conv2d is not available under PIR (Paddle 3's default).
+            conv = paddle.nn.Conv2D(x.shape[1], cout, k, stride=stride, padding=k // 2, bias_attr=False)
+            y = paddle.nn.BatchNorm2D(cout, momentum=0.9)(conv(x))
+            return F.relu(y) if relu else y
+
+        if net == "mlp":
+            x = paddle.static.nn.fc(paddle.static.nn.fc(img, 512, activation="relu"), 256, activation="relu")
+            logits = paddle.static.nn.fc(x, 10)
+        elif net == "lenet":
+            x = F.max_pool2d(conv_bn(img, 32), 2, 2)
+            x = F.max_pool2d(conv_bn(x, 64), 2, 2)
+            logits = paddle.static.nn.fc(paddle.static.nn.fc(x, 128, activation="relu"), 10)
+        else:
+            x, cin = conv_bn(img, 16), 16
+            for stage in range(3):
+                cout = 16 << stage
+                for b in range(3):
+                    stride = 2 if stage > 0 and b == 0 else 1
+                    y = conv_bn(conv_bn(x, cout, stride), cout, relu=False)
+                    short = x if stride == 1 and cin == cout else conv_bn(x, cout, stride, k=1, relu=False)
+                    x, cin = F.relu(y + short), cout
+            logits = paddle.static.nn.fc(F.adaptive_avg_pool2d(x, 1), 10, bias_attr=False)
+        loss = paddle.mean(F.cross_entropy(logits, label))
+        paddle.optimizer.Adam(learning_rate=1e-3).minimize(loss)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    rng = np.random.default_rng(0)
+    feed = {"img": rng.random((batch, *SHAPES[net]), np.float32), "label": rng.integers(0, 10, (batch, 1))}
+    return lambda: exe.run(main, feed=feed, fetch_list=[loss])
+
+
+def worker(tool, kind, net, batch, threads, min_time):
+    if kind == "infer" and tool == "ort":
+        return {"ms": ort_inference(net, batch, threads, min_time)}
+    if kind == "train":
+        step = (torch_step if tool == "torch" else paddle_step)(net, batch, threads)
+        return {"ms": median_ms(step, min_time)}
+    if kind == "memory" and tool == "torch":
+        import torch  # noqa: F401  (idle = the library loaded, nothing built)
+        idle = rss_mb()
+        step = torch_step(net, batch, threads)
+        for _ in range(3):
+            step()
+        return {"peak_mb": peak_mb() - idle}
+    raise SystemExit(f"unknown worker case {tool} {kind}")
+
+
+# ---- the orchestrator -------------------------------------------------------------------------------
+
+
+def run(cmd, env):
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.stderr.write(f"error: {' '.join(cmd)} failed:\n{out.stderr}")
+        return None
+    return out.stdout
+
+
+class Runner:
+    def __init__(self, a):
+        self.a = a
+        self.env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), MKL_NUM_THREADS=str(a.threads))
+        self.bench = os.path.join(a.build, "paddlec_bench")
+
+    def paddlec(self, kind, net, batch):
+        config = "resnet" if net == "resnet" else os.path.join(ROOT, "configs", net + ".pbtxt")
+        mode = {"infer": "inference", "train": "resnet" if net == "resnet" else "train", "memory": "memory"}[kind]
+        cmd = [self.bench, mode] + ([] if net == "resnet" else [config])
+        out = run(cmd + ["--batch", str(batch), "--threads", str(self.a.threads), "--min-time", str(self.a.min_time),
+                         "--opt-level", "2"], self.env)
+        if out is None:
+            return None
+        if kind == "memory":
+            return float(re.search(r"peak ([\d.]+) MB", out).group(1))
+        return float(re.search(r"([\d.]+) ms", out).group(1))
+
+    def peer(self, tool, kind, net, batch):
+        out = run([sys.executable, __file__, "--worker", tool, kind, net, str(batch), "--threads", str(self.a.threads),
+                   "--min-time", str(self.a.min_time)], self.env)
+        if out is None:
+            return None
+        r = json.loads(out.strip().splitlines()[-1])
+        return r.get("ms", r.get("peak_mb"))
+
+    def cases(self):
+        """Every timed case: (table, name, {tool: ms})."""
+        rows = []
+        for net, b in INFERENCE:
+            rows.append(("inference", f"{net} b{b}", {"paddlec": self.paddlec("infer", net, b),
+                                                      "ort": self.peer("ort", "infer", net, b)}))
+        for net, b in TRAINING:
+            rows.append(("training", f"{net} b{b}", {"paddlec": self.paddlec("train", net, b),
+                                                     "torch": self.peer("torch", "train", net, b),
+                                                     "paddle": self.peer("paddle", "train", net, b)}))
+        return rows
+
+
+def fmt(v, spec="8.3f"):
+    return format(v, spec) if v is not None else "     n/a"
+
+
+def ratio(peer, ours):
+    return f"{peer / ours:5.2f}x" if peer and ours else "  n/a"
+
+
+def print_times(rows, title):
+    print(f"== {title} (median ms; ratio = peer / paddlec, above 1: paddlec faster)")
+    for table, name, t in rows:
+        if table == "inference":
+            print(f"inference {name:<10} paddlec {fmt(t['paddlec'])}  onnxruntime {fmt(t['ort'])}  "
+                  f"vs ORT {ratio(t['ort'], t['paddlec'])}")
+        else:
+            print(f"training  {name:<10} paddlec {fmt(t['paddlec'])}  torch {fmt(t['torch'])}  paddle {fmt(t['paddle'])}  "
+                  f"vs torch {ratio(t['torch'], t['paddlec'])}  vs paddle {ratio(t['paddle'], t['paddlec'])}")
+
+
+def busy_processes(n):
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+
+
+def epochs(a):
+    out = run([os.path.join(a.build, "paddlec"), "train", os.path.join(ROOT, "configs", "mlp.pbtxt"),
+               "--dataset=fashion-mnist", "--epochs=5", "--batch-size=64", "--optimizer=adam", "--lr=0.001",
+               "--threads", str(a.threads), "-O2", "--no-progress"], dict(os.environ))
+    if out is None:
+        return
+    times = [float(s) for s in re.findall(r"epoch \d+/\d+: .*?, ([\d.]+) s,", out)]
+    if not times:
+        return
+    worst = max(t / times[0] for t in times)
+    print("== 5-epoch Adam MLP (paddlec train configs/mlp.pbtxt --dataset=fashion-mnist --epochs=5 -O2)")
+    print("epochs (s): " + "  ".join(f"{t:.2f}" for t in times) + f"   slowest / first {worst:.2f}x")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker", nargs=4, metavar=("TOOL", "KIND", "NET", "BATCH"))
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--min-time", type=float, default=2.0)
+    ap.add_argument("--busy", type=int, default=0, help="also run beside N busy background processes")
+    ap.add_argument("--skip", default="", help="comma-separated: memory,epochs")
+    a = ap.parse_args()
+    if a.worker:
+        tool, kind, net, batch = a.worker
+        print(json.dumps(worker(tool, kind, net, int(batch), a.threads, a.min_time)), flush=True)
+        return
+    r = Runner(a)
+    print(f"== peers: {a.threads} threads everywhere, {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}; each case in a fresh process", flush=True)
+    quiet = r.cases()
+    print_times(quiet, "no added load (quiet only on a quiet machine: check with uptime)")
+    if "memory" not in a.skip:
+        ours, theirs = r.paddlec("memory", "lenet", 256), r.peer("torch", "memory", "lenet", 256)
+        print("== memory: LeNet training at batch 256, peak RSS above the idle process")
+        print(f"memory    lenet b256 paddlec {fmt(ours, '8.1f')} MB  torch {fmt(theirs, '8.1f')} MB  "
+              f"paddlec / torch {ours / theirs if ours and theirs else float('nan'):.2f}")
+    if "epochs" not in a.skip:
+        epochs(a)
+    if a.busy > 0:
+        procs = busy_processes(a.busy)
+        try:
+            busy = r.cases()
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+        print_times(busy, f"beside {a.busy} busy processes")
+        print(f"== slowdown with {a.busy} busy processes (busy / quiet time; paddlec vs paddle is under load)")
+        for (table, name, q), (_, _, b) in zip(quiet, busy):
+            cells = "  ".join(f"{tool} {fmt(b[tool] / q[tool] if b[tool] and q[tool] else None, '5.2f')}x"
+                              for tool in q)
+            extra = f"  busy: paddle / paddlec {ratio(b['paddle'], b['paddlec'])}" if table == "training" else ""
+            print(f"{table:<9} {name:<10} {cells}{extra}")
+
+
+if __name__ == "__main__":
+    main()

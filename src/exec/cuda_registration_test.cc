@@ -1,0 +1,61 @@
+// The CUDA backend's kernel registration, checked on the host: libpaddlec_cuda.so loads and
+// registers without a GPU (registration makes no CUDA calls), so a machine without one still tests
+// that every GPU twin is registered, once, for the dtypes its CPU kernel serves.
+#include <dlfcn.h>
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "exec/cuda/backend_api.h"
+#include "paddlec/ops/op_registry.h"
+
+namespace paddlec::exec {
+namespace {
+
+/// The backend's entry table, or null (with a message) when this build has no CUDA backend.
+const cuda::BackendApi* LoadApi() {
+  const std::string path = std::string(PADDLEC_BINARY_DIR) + "/libpaddlec_cuda.so";
+  if (!std::filesystem::exists(path)) {
+    MESSAGE("CUDA registration test skipped: this build has no libpaddlec_cuda.so");
+    return nullptr;
+  }
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // kept open: kernels point into it
+  REQUIRE_MESSAGE(handle != nullptr, ::dlerror());
+  using Entry = const cuda::BackendApi* (*)();
+  auto entry = reinterpret_cast<Entry>(::dlsym(handle, "paddlec_cuda_backend"));
+  REQUIRE_MESSAGE(static_cast<bool>(entry), "libpaddlec_cuda.so exports no paddlec_cuda_backend");
+  return entry();
+}
+
+TEST_CASE("the CUDA backend registers a GPU twin for each CPU kernel of the model-zoo ops") {
+  const cuda::BackendApi* api = LoadApi();
+  if (api == nullptr) return;
+  ops::OpRegistry r;
+  ops::RegisterAllOps(r);
+  char why[512] = {};
+  // Fails on a duplicate registration or a kernel for an unknown op.
+  REQUIRE_MESSAGE(api->register_kernels(&r, why, sizeof(why)) == 0, why);
+  const char* zoo_ops[] = {"relu6",     "hard_swish", "hard_sigmoid", "swish",        "silu",          "elu",   "exp",
+                           "log",       "pow",        "clip",         "squeeze2",     "unsqueeze2",    "shape", "slice",
+                           "stack",     "gather",     "expand_v2",    "tile",         "arg_max",       "where", "equal",
+                           "not_equal", "less_than",  "less_equal",   "greater_than", "greater_equal", "cumsum"};
+  for (const char* type : zoo_ops) {
+    for (const std::string& t : {std::string(type), std::string(type) + "_grad"}) {
+      const ops::OpInfo* info = r.Find(t);
+      if (info == nullptr) continue;  // ops without a gradient op
+      CAPTURE(t);
+      int cpu = 0;
+      for (auto [device, dtype] : info->KernelKeys()) {
+        if (device != DeviceType::kCPU) continue;
+        ++cpu;
+        CAPTURE(DTypeName(dtype));
+        CHECK(info->FindKernel(DeviceType::kCUDA, dtype) != nullptr);
+      }
+      CHECK(cpu > 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace paddlec::exec

@@ -1,0 +1,76 @@
+// fc against a naive double-precision fully connected layer: with and without bias and relu, a
+// batch of 1 (the serial small-GEMM path) and of 64, Input flattened at in_num_col_dims, [1, N]
+// biases, unknown batch dims, and shape errors.
+#include <cmath>
+
+#include "math/math_test_util.h"
+
+namespace paddlec::testing {
+namespace {
+
+using math_test::FromDoubles;
+
+std::vector<double> RefFc(const Tensor& x, const Tensor& w, const Tensor* b, bool relu, int64_t m) {
+  std::vector<double> xs = ToDoubles(x), ws = ToDoubles(w), bs = b ? ToDoubles(*b) : std::vector<double>{};
+  const int64_t k = w.dims()[0], n = w.dims()[1];
+  std::vector<double> out(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = b ? bs[j] : 0.0;
+      for (int64_t q = 0; q < k; ++q) s += xs[i * k + q] * ws[q * n + j];
+      out[i * n + j] = relu ? std::max(s, 0.0) : s;
+    }
+  return out;
+}
+
+TEST_CASE("fc = act(Input * W + Bias) in float32 and float64") {
+  struct Case {
+    Dims x, w, b;
+    int in_num_col_dims;
+    const char* act;
+    Dims out;
+  };
+  const Case cases[] = {
+      {{1, 784}, {784, 512}, {512}, 1, "relu", {1, 512}},    // batch 1: one thread
+      {{64, 784}, {784, 256}, {256}, 1, "relu", {64, 256}},  // batch 64: the pool
+      {{3, 2, 5}, {10, 7}, {1, 7}, 1, "", {3, 7}},           // flattened Input, [1, N] bias
+      {{2, 3, 4}, {4, 6}, {}, 2, "relu", {2, 3, 6}},         // no bias, rows from two dims
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.x.ToString());
+    for (DType dt : {DType::kFloat32, DType::kFloat64}) {
+      Tensor x = RandomTensor(dt, c.x, 1), w = RandomTensor(dt, c.w, 2);
+      Tensor b = c.b.rank() > 0 ? RandomTensor(dt, c.b, 3) : Tensor();
+      OpTest t("fc");
+      t.Input("Input", x).Input("W", w).Output("Out");
+      if (c.b.rank() > 0) t.Input("Bias", b);
+      if (c.in_num_col_dims != 1) t.Attr("in_num_col_dims", c.in_num_col_dims);
+      if (std::string(c.act) != "") t.Attr("activation_type", std::string(c.act));
+      REQUIRE_OK(t.Run());
+      const auto ref = RefFc(x, w, c.b.rank() > 0 ? &b : nullptr, std::string(c.act) == "relu", c.out.Numel() / c.w[1]);
+      if (dt == DType::kFloat32)
+        t.ExpectOutput("Out", FromDoubles<float>(c.out, ref), {static_cast<double>(c.w[0]) * 2e-7, 1e-5});
+      else
+        t.ExpectOutput("Out", FromDoubles<double>(c.out, ref), {1e-12, 1e-12});
+    }
+  }
+}
+
+TEST_CASE("fc keeps an unknown batch dim and reports bad shapes") {
+  OpTest t("fc");
+  t.Input("Input", RandomTensor(DType::kFloat32, {5, 8}, 3)).CompileDims("Input", {-1, 8});
+  t.Input("W", RandomTensor(DType::kFloat32, {8, 3}, 4)).Input("Bias", RandomTensor(DType::kFloat32, {3}, 5));
+  t.Output("Out");
+  REQUIRE_OK(t.Run());
+  CHECK(t.CompiledDims("Out") == Dims{-1, 3});
+
+  OpTest b("fc");
+  b.Input("Input", RandomTensor(DType::kFloat32, {5, 8}, 3)).Input("W", RandomTensor(DType::kFloat32, {8, 3}, 4));
+  b.Input("Bias", RandomTensor(DType::kFloat32, {4}, 5)).Output("Out");
+  Status st = b.Compile();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "Bias has shape [4] but W [8, 3] has 3 columns: Bias needs one value per column");
+}
+
+}  // namespace
+}  // namespace paddlec::testing

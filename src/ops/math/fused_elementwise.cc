@@ -1,0 +1,170 @@
+// fused_elemwise_activation: a binary element-wise op and an activation in one loop, PaddlePaddle's
+// op of the same name (written by paddlec's fuse-elementwise pass). functor_list = [unary, binary]
+// computes Out = unary(binary(X, Y)); [binary, unary] computes Out = binary(X, unary(Y)). X and Y
+// have one shape here (the pass fuses only those), so each element is read and written once instead
+// of the intermediate being written and read back.
+#include <cmath>
+#include <optional>
+
+#include "common/cpu_kernels.h"
+#include "paddlec/ops/op_registry.h"
+
+namespace paddlec::ops {
+namespace {
+
+inline constexpr InSlot kX{0, "X"};
+inline constexpr InSlot kY{1, "Y"};
+inline constexpr OutSlot kOut{0, "Out"};
+inline constexpr OutSlot kIntermediateOut{1, "IntermediateOut"};
+
+enum class Binary { kAdd, kSub, kMul };
+enum class Unary { kRelu, kTanh, kSigmoid, kScale };
+
+std::optional<Binary> ParseBinary(const std::string& s) {
+  if (s == "elementwise_add") return Binary::kAdd;
+  if (s == "elementwise_sub") return Binary::kSub;
+  if (s == "elementwise_mul") return Binary::kMul;
+  return std::nullopt;
+}
+std::optional<Unary> ParseUnary(const std::string& s) {
+  if (s == "relu") return Unary::kRelu;
+  if (s == "tanh") return Unary::kTanh;
+  if (s == "sigmoid") return Unary::kSigmoid;
+  if (s == "scale") return Unary::kScale;
+  return std::nullopt;
+}
+
+/// The decoded functor list: Out = unary(binary(X, Y)), or binary(X, unary(Y)) when !unary_outside.
+struct Functors {
+  Binary binary = Binary::kAdd;
+  Unary unary = Unary::kRelu;
+  bool unary_outside = true;
+  float scale = 1.0f;
+
+  static StatusOr<Functors> Decode(const AttrReader& a) {
+    const auto list = a.Get<std::vector<std::string>>("functor_list");
+    Functors f;
+    f.scale = a.Get<float>("scale");
+    if (list.size() == 2) {
+      const auto u0 = ParseUnary(list[0]), u1 = ParseUnary(list[1]);
+      const auto b0 = ParseBinary(list[0]), b1 = ParseBinary(list[1]);
+      if (u0 && b1) {
+        f.unary = *u0, f.binary = *b1, f.unary_outside = true;
+        return f;
+      }
+      if (b0 && u1) {
+        f.unary = *u1, f.binary = *b0, f.unary_outside = false;
+        return f;
+      }
+    }
+    std::string got;
+    for (const auto& s : list) got += (got.empty() ? "" : ", ") + s;
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "functor_list [{}] is not supported: expected one of elementwise_add, elementwise_sub, "
+                     "elementwise_mul and one of relu, tanh, sigmoid, scale",
+                     got);
+  }
+};
+
+template <class T>
+inline T ApplyUnary(Unary u, T v, T scale) {
+  switch (u) {
+    case Unary::kRelu:
+      return v > T(0) ? v : T(0);
+    case Unary::kTanh:
+      return std::tanh(v);
+    case Unary::kSigmoid:
+      return T(1) / (T(1) + std::exp(-v));
+    case Unary::kScale:
+      return v * scale;
+  }
+  return v;
+}
+template <class T>
+inline T ApplyBinary(Binary b, T x, T y) {
+  switch (b) {
+    case Binary::kAdd:
+      return x + y;
+    case Binary::kSub:
+      return x - y;
+    case Binary::kMul:
+      return x * y;
+  }
+  return x;
+}
+
+Status InferFusedElementwise(InferShapeContext& ctx) {
+  PC_RETURN_IF_ERROR(Functors::Decode(ctx.attrs()).status());
+  const Dims x = ctx.InputDims(kX), y = ctx.InputDims(kY);
+  if (ctx.InputDType(kX) != ctx.InputDType(kY))
+    return ctx.Fail("X has dtype {} but Y has dtype {}: the fused op needs operands of one dtype",
+                    DTypeName(ctx.InputDType(kX)), DTypeName(ctx.InputDType(kY)));
+  if (!DimsMatch(x, y))
+    return ctx.Fail(
+        "X has shape {} but Y has shape {}: paddlec's fused_elemwise_activation needs operands of one "
+        "shape (keep broadcasting ops unfused)",
+        x.ToString(), y.ToString());
+  ctx.SetOutput(kOut, x, ctx.InputDType(kX));
+  ctx.ShareDims(kX, kIntermediateOut);
+  return Status::OK();
+}
+
+template <class T>
+class FusedElementwiseKernel final : public OpKernel {
+ public:
+  explicit FusedElementwiseKernel(const KernelInit& init) : f_(Functors::Decode(init.attrs).value()) {}
+
+  Status Run(KernelContext& ctx) override {
+    const T* x = ctx.In(kX).data<T>();
+    const T* y = ctx.In(kY).data<T>();
+    T* out = ctx.Out(kOut).data<T>();
+    Tensor* mid = ctx.OutOpt(kIntermediateOut);
+    T* m = mid != nullptr && mid->numel() > 0 ? mid->data<T>() : nullptr;
+    const Functors f = f_;
+    const T scale = static_cast<T>(f.scale);
+    ParallelChunks(ctx.In(kX).numel(), [&](int64_t b, int64_t n) {
+      for (int64_t i = b; i < b + n; ++i) {
+        const T inner = f.unary_outside ? ApplyBinary(f.binary, x[i], y[i]) : ApplyUnary(f.unary, y[i], scale);
+        out[i] = f.unary_outside ? ApplyUnary(f.unary, inner, scale) : ApplyBinary(f.binary, x[i], inner);
+        if (m != nullptr) m[i] = inner;
+      }
+    });
+    return Status::OK();
+  }
+
+ private:
+  Functors f_;
+};
+
+/// Functors::Decode's error at kernel creation (validate reports it first).
+template <class T>
+StatusOr<std::unique_ptr<OpKernel>> MakeFusedElementwise(const KernelInit& init) {
+  PC_RETURN_IF_ERROR(Functors::Decode(init.attrs).status());
+  return std::unique_ptr<OpKernel>(new FusedElementwiseKernel<T>(init));
+}
+
+}  // namespace
+
+void RegisterFusedElementwiseOps(OpRegistry& r) {
+  r.Add("fused_elemwise_activation")
+      .Doc(
+          "A binary element-wise op and an activation in one pass over the data: functor_list [unary, binary] "
+          "gives Out = unary(binary(X, Y)), [binary, unary] gives Out = binary(X, unary(Y)); binary is "
+          "elementwise_add, elementwise_sub or elementwise_mul, unary is relu, tanh, sigmoid or scale (by the "
+          "scale attribute). X and Y have one shape. Written by the fuse-elementwise pass.")
+      .Input(kX, "The binary op's X.")
+      .Input(kY, "The binary op's Y, of X's shape.")
+      .Output(kOut, "The result, of X's shape.")
+      .Output(kIntermediateOut, "The inner function's result (written when the slot is bound).",
+              kDispensable | kIntermediate)
+      .RequiredAttr<std::vector<std::string>>("functor_list", "The two functions, outer first.")
+      .Attr("axis", -1, "PaddlePaddle's broadcast axis; X and Y have one shape here, so it is unused.")
+      .Attr("scale", 0.0f, "The factor of the scale functor.")
+      .Attr("save_intermediate_out", false, "PaddlePaddle: whether IntermediateOut is kept for a gradient.")
+      .InferShape(InferFusedElementwise)
+      .NoGradient()
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeFusedElementwise<float>)
+      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeFusedElementwise<double>);
+}
+
+}  // namespace paddlec::ops
