@@ -106,7 +106,8 @@ Status ExportForPaddle(pb::ProgramDesc& program, const std::vector<std::string>&
       loc.op = i;
       loc.op_type = type;
       errors.push_back(
-          MakeError(ErrorCode::kUnimplemented, "'{}' is paddlec's own op: PaddlePaddle cannot run a .pdmodel with it", type)
+          MakeError(ErrorCode::kUnimplemented, "'{}' is paddlec's own op: PaddlePaddle cannot run a .pdmodel with it",
+                    type)
               .At(loc)
               .Note("fused ops come from optimization passes; a .pdmodel is written unfused (drop the fusion passes "
                     "from --passes, or write a paddlec .pb instead)"));

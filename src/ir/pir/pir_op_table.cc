@@ -157,7 +157,7 @@ constexpr std::string_view kLegacyOnlyOps[] = {
     "mul", "matmul", "cross_entropy", "cross_entropy2", "squared_l2_norm", "lookup_table", "top_k",
     "uniform_random", "gaussian_random", "truncated_gaussian_random", "conditional_block", "while",
     "select_input", "select_output", "increment", "elementwise_mod", "elementwise_floordiv", "grad_add",
-    "softmax_with_cross_entropy", "fc", "save_combine", "load_combine"};
+    "softmax_with_cross_entropy", "fc", "fused_elemwise_activation", "save_combine", "load_combine"};
 
 constexpr std::pair<std::string_view, AttrForm> kForms[] = {
     {"bool", AttrForm::kBool},       {"int", AttrForm::kInt},       {"long", AttrForm::kLong},
