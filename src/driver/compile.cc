@@ -81,8 +81,8 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
 
   // A bare ProgramDesc is for PaddlePaddle, which has no fused_conv2d_bn_act and would not know
   // the variables -O2 renamed: optimized programs stay paddlec's own.
-  std::string emit = options.emit.empty() ? (FileExtension(options.output) == ".pdmodel" ? "program" : "compiled")
-                                          : options.emit;
+  std::string emit =
+      options.emit.empty() ? (FileExtension(options.output) == ".pdmodel" ? "program" : "compiled") : options.emit;
   if (emit != "program" && emit != "compiled")
     return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled' or 'program', not '{}'", emit);
   if (emit == "program" && options.opt_level > 0)
@@ -134,8 +134,8 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
   ir::pb::ProgramDesc for_paddle;
   if (emit == "program") {
     for_paddle = module->compiled().main_program();
-    std::vector<std::string> feeds, fetches(module->compiled().fetch_targets().begin(),
-                                            module->compiled().fetch_targets().end());
+    std::vector<std::string> feeds,
+        fetches(module->compiled().fetch_targets().begin(), module->compiled().fetch_targets().end());
     for (const auto& f : module->compiled().feed_targets()) feeds.push_back(f.name());
     PC_RETURN_IF_ERROR(ir::ExportForPaddle(for_paddle, feeds, fetches));
   }

@@ -23,8 +23,8 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) 
   PC_ASSIGN_OR_RETURN(s->module_, ir::LoadModule(options.program, format));
   if (!options.startup.empty()) PC_RETURN_IF_ERROR(AttachStartup(s->module_, options.startup));
   bool own_training_ops = HasTrainingOps(*s->module_);
-  s->optimizer_state_uninitialized_ = own_training_ops && !s->module_->was_compiled() &&
-                                      s->module_->startup().global_block().num_ops() == 0;
+  s->optimizer_state_uninitialized_ =
+      own_training_ops && !s->module_->was_compiled() && s->module_->startup().global_block().num_ops() == 0;
   passes::PassManager pm;
   if (options.train != nullptr && s->module_->compiled().param_grads_size() == 0 && !own_training_ops) {
     CompileOptions c = *options.train;

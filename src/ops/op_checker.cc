@@ -302,9 +302,9 @@ void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options,
     if (first) continue;
     repeats.push_back(i);
     if (attrs[it->second].SerializeAsString() != attrs[i].SerializeAsString())
-      errors.push_back(MakeError(ErrorCode::kValidation, "attribute '{}' is set twice, to different values",
-                                 attrs[i].name())
-                           .At(op.AttrLocation(i)));
+      errors.push_back(
+          MakeError(ErrorCode::kValidation, "attribute '{}' is set twice, to different values", attrs[i].name())
+              .At(op.AttrLocation(i)));
   }
   for (int i = 0; i < attrs.size(); ++i) {
     const OpDesc::Attr& a = attrs[i];

@@ -465,8 +465,7 @@ void RegisterNormOps(OpRegistry& r) {
       .Input(kBnGSavedMean, "The forward SavedMean.")
       .Input(kBnGSavedVariance, "The forward SavedVariance (inverse standard deviation).")
       .Input(kBnGDY, "Gradient of the loss with respect to Y.")
-      .Input(kBnGMean, "PaddlePaddle's binding of the forward Mean; unused (the saved statistics serve).",
-             kDispensable)
+      .Input(kBnGMean, "PaddlePaddle's binding of the forward Mean; unused (the saved statistics serve).", kDispensable)
       .Input(kBnGVariance, "PaddlePaddle's binding of the forward Variance; unused.", kDispensable)
       .Input(kBnGReserveSpace, "PaddlePaddle's cuDNN reserve from the forward op; unused.", kDispensable)
       .Input(kBnGMeanOut, "PaddlePaddle's binding of the forward MeanOut; unused.", kDispensable)

@@ -252,8 +252,7 @@ void RegisterFillOps(OpRegistry& r) {
   OpBuilder fill = r.Add("fill_constant");
   fill.Doc("Creates a tensor of `shape` and `dtype` with every element equal to `value` (or `str_value`).")
       .Input(kValueTensor, "A 1-element tensor overriding `value` (not supported yet).", kDispensable)
-      .Input(kShapeTensor, "A 1-D int32/int64 tensor whose values are Out's shape; overrides `shape`.",
-             kDispensable)
+      .Input(kShapeTensor, "A 1-D int32/int64 tensor whose values are Out's shape; overrides `shape`.", kDispensable)
       .Input(kShapeTensorList,
              "One-element int32/int64 tensors, one per dimension of Out; override `shape` (which may hold -1 "
              "for the dimensions known only at run time).",
