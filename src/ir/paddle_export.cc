@@ -86,8 +86,12 @@ bool IsPaddleOp(std::string_view type) {
   auto known = [](std::string_view t) {
     for (const auto& row : pir::OpTable())
       if (row.legacy == t) return true;
-    for (std::string_view op : pir::LegacyOnlyOps())
-      if (op == t) return true;
+    std::string_view rest = pir::LegacyOnlyOps();
+    while (!rest.empty()) {
+      size_t space = rest.find(' ');
+      if (rest.substr(0, space) == t) return true;
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
     return false;
   };
   if (known(type)) return true;

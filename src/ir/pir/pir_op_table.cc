@@ -152,36 +152,11 @@ constexpr TableRow kRows[] = {
 // Legacy ops PaddlePaddle has that no PIR program of the table becomes: those of Paddle's legacy
 // programs (static-graph layers, backward, initializers, control flow). With the table's legacy
 // names (and their `_grad` ops) they are the ops a .pdmodel for Paddle may hold (IsPaddleOp).
-constexpr std::string_view kLegacyOnlyOps[] = {"feed",
-                                               "fetch",
-                                               "fetch_v2",
-                                               "fill_constant",
-                                               "assign_value",
-                                               "fill_any_like",
-                                               "fill_zeros_like",
-                                               "mul",
-                                               "matmul",
-                                               "cross_entropy",
-                                               "cross_entropy2",
-                                               "squared_l2_norm",
-                                               "lookup_table",
-                                               "top_k",
-                                               "uniform_random",
-                                               "gaussian_random",
-                                               "truncated_gaussian_random",
-                                               "conditional_block",
-                                               "while",
-                                               "select_input",
-                                               "select_output",
-                                               "increment",
-                                               "elementwise_mod",
-                                               "elementwise_floordiv",
-                                               "grad_add",
-                                               "softmax_with_cross_entropy",
-                                               "fc",
-                                               "fused_elemwise_activation",
-                                               "save_combine",
-                                               "load_combine"};
+constexpr std::string_view kLegacyOnlyOps =
+    "feed fetch fetch_v2 fill_constant assign_value fill_any_like fill_zeros_like mul matmul cross_entropy "
+    "cross_entropy2 squared_l2_norm lookup_table top_k uniform_random gaussian_random truncated_gaussian_random "
+    "conditional_block while select_input select_output increment elementwise_mod elementwise_floordiv grad_add "
+    "softmax_with_cross_entropy fc fused_elemwise_activation save_combine load_combine";
 
 constexpr std::pair<std::string_view, AttrForm> kForms[] = {
     {"bool", AttrForm::kBool},       {"int", AttrForm::kInt},       {"long", AttrForm::kLong},
@@ -341,7 +316,7 @@ class RowParser {
 }  // namespace
 
 std::span<const TableRow> OpTable() { return kRows; }
-std::span<const std::string_view> LegacyOnlyOps() { return kLegacyOnlyOps; }
+std::string_view LegacyOnlyOps() { return kLegacyOnlyOps; }
 
 const AttrRule* OpRule::FindAttrRule(std::string_view pir_attr) const {
   for (const auto& a : attrs)
