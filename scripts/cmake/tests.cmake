@@ -40,3 +40,33 @@ set_tests_properties(cli_test PROPERTIES LABELS "cli")
 add_test(NAME gpu_test COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/gpu_tests.sh ${CMAKE_BINARY_DIR}
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(gpu_test PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
+
+# setup.sh must install every Debian package the configured build uses (a fresh machine has only what
+# it installs). The second entry shows the check catching the package list of e95c800, which lacked
+# ocl-icd-opencl-dev (oneDNN's CMake config needs OpenCL's dev files; libdnnl-dev only recommends them).
+add_test(NAME setup_deps_test
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_setup_deps.py
+                 --build ${CMAKE_BINARY_DIR} --setup ${CMAKE_CURRENT_SOURCE_DIR}/scripts/setup.sh)
+add_test(NAME setup_deps_catches_e95c800
+         COMMAND /bin/sh -c "out=$(/usr/bin/python3 scripts/check_setup_deps.py --build '${CMAKE_BINARY_DIR}' \
+                 --setup testdata/setup/setup-e95c800.sh); rc=$?; echo \"$out\"; \
+                 [ $rc -eq 1 ] && echo \"$out\" | grep -q '^  ocl-icd-opencl-dev  <- .*libOpenCL'"
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(setup_deps_test setup_deps_catches_e95c800 PROPERTIES LABELS "setup")
+
+# A tool the tests and scripts run (Graphviz renders --emit=dot graphs). Found here so its path lands
+# in CMakeCache.txt, where the setup check sees it.
+find_program(PADDLEC_DOT_EXECUTABLE dot)
+
+# The generated docs (docs/ops.md, docs/passes.md, docs/paddle_ops.md) must match the registry, passes.def
+# and the PIR translation table; the failure names the one command that regenerates them (scripts/gen_docs.py).
+add_test(NAME docs_test
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/scripts/gen_docs.py --check --paddlec $<TARGET_FILE:paddlec>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(docs_test PROPERTIES LABELS "docs")
+
+# Comments cite files in this repository (docs/ holds the facts), never notes outside it.
+add_test(NAME citations_test
+         COMMAND /bin/sh -c "if grep -rnE --exclude=tests.cmake 'shared/reference|/work/shared|\\.\\./shared' src include proto tools/paddlec tools/python/paddlec scripts; then echo 'these lines cite files outside the repository: move the facts into docs/ and cite that'; exit 1; fi"
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(citations_test PROPERTIES LABELS "docs")

@@ -34,19 +34,26 @@ std::string SourceLocation::ToString() const {
   return out;
 }
 
-static void RenderOne(const Error& e, std::string& out) {
+std::vector<std::string> Error::NotesFor(Frontend frontend) const {
+  std::vector<std::string> out = notes_;
+  if (frontend == Frontend::kPython)
+    for (const auto& [i, text] : python_notes_) out[i] = text;
+  return out;
+}
+
+static void RenderOne(const Error& e, Frontend frontend, std::string& out) {
   std::string loc = e.location().ToString();
   out += "error: ";
   if (!loc.empty()) out += loc + ": ";
   out += e.message();
   out += '\n';
-  for (const auto& n : e.notes()) out += "note: " + n + "\n";
+  for (const auto& n : e.NotesFor(frontend)) out += "note: " + n + "\n";
 }
 
-std::string Error::Render() const {
+std::string Error::Render(Frontend frontend) const {
   std::string out;
-  RenderOne(*this, out);
-  for (const auto& m : more_) out += m.Render();
+  RenderOne(*this, frontend, out);
+  for (const auto& m : more_) out += m.Render(frontend);
   return out;
 }
 

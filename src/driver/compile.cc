@@ -81,10 +81,13 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
 
   // A bare ProgramDesc is for PaddlePaddle, which has no fused_conv2d_bn_act and would not know
   // the variables -O2 renamed: optimized programs stay paddlec's own.
-  std::string emit =
-      options.emit.empty() ? (FileExtension(options.output) == ".pdmodel" ? "program" : "compiled") : options.emit;
-  if (emit != "program" && emit != "compiled")
-    return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled' or 'program', not '{}'", emit);
+  std::string emit = options.emit;
+  if (emit.empty())
+    emit = FileExtension(options.output) == ".dot" ? "dot"
+           : ir::IsBareProgramPath(options.output) ? "program"
+                                                   : "compiled";
+  if (emit != "program" && emit != "compiled" && emit != "dot")
+    return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled', 'program' or 'dot', not '{}'", emit);
   if (emit == "program" && options.opt_level > 0)
     return MakeError(ErrorCode::kInvalidArgument,
                      "-O{} writes paddlec's fused ops and shared buffers, which PaddlePaddle cannot run, so it "
@@ -130,22 +133,24 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
   auto t_passes = std::chrono::steady_clock::now();
 
   if (options.print_shapes) out << ir::FormatShapes(module->main());
-  // The bare program, as PaddlePaddle's loaders take it: feed and fetch ops for the signature.
-  ir::pb::ProgramDesc for_paddle;
-  if (emit == "program") {
-    for_paddle = module->compiled().main_program();
+  std::string bytes;
+  if (emit == "dot") {
+    bytes = ir::FormatDot(module->main());
+  } else if (emit == "program" && !options.output.empty()) {
+    // The bare program, as PaddlePaddle's loaders take it: feed and fetch ops for the signature.
+    ir::pb::ProgramDesc for_paddle = module->compiled().main_program();
     std::vector<std::string> feeds,
         fetches(module->compiled().fetch_targets().begin(), module->compiled().fetch_targets().end());
     for (const auto& f : module->compiled().feed_targets()) feeds.push_back(f.name());
     PC_RETURN_IF_ERROR(ir::ExportForPaddle(for_paddle, feeds, fetches));
+    PC_ASSIGN_OR_RETURN(bytes, ir::Serialize(for_paddle, out_format));
+  } else if (!options.output.empty()) {
+    PC_ASSIGN_OR_RETURN(bytes, ir::Serialize(module->compiled(), out_format));
   }
-  const google::protobuf::Message& result =
-      emit == "program" ? static_cast<const google::protobuf::Message&>(for_paddle) : module->compiled();
-  if (options.output == "-") {
-    PC_ASSIGN_OR_RETURN(std::string bytes, ir::Serialize(result, out_format));
+  // A graph goes to stdout unless -o names a file.
+  if (options.output == "-" || (emit == "dot" && options.output.empty())) {
     out << bytes;
   } else if (!options.output.empty()) {
-    PC_ASSIGN_OR_RETURN(std::string bytes, ir::Serialize(result, out_format));
     PC_RETURN_IF_ERROR(WriteFileAtomic(options.output, bytes));
   }
   auto t_end = std::chrono::steady_clock::now();

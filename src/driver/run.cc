@@ -1,15 +1,19 @@
 // `paddlec run`: execute a program on .npy feeds and write or print the fetched tensors.
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <ostream>
 
+#include "inputs.h"
 #include "paddlec/core/file.h"
 #include "paddlec/driver/driver.h"
 #include "paddlec/io/npy.h"
+#include "paddlec/io/npz.h"
 #include "session.h"
 
 namespace paddlec::driver {
@@ -73,6 +77,41 @@ std::string FileNameFor(std::string name) {
   return name + ".npy";
 }
 
+/// The inputs not fed from files, made from --input-shape and --fill (shapes default to the
+/// declaration, with unknown sizes taken as 1).
+Status FillInputs(const RunOptions& options, Session& session, runtime::Allocator& alloc) {
+  std::map<std::string, Dims> shapes;
+  for (const auto& spec : options.input_shapes) {
+    PC_ASSIGN_OR_RETURN(auto parsed, ParseInputShape(spec));
+    if (!shapes.emplace(parsed.first, parsed.second).second)
+      return MakeError(ErrorCode::kInvalidArgument, "--input-shape names '{}' twice", parsed.first);
+  }
+  if (options.fill.empty() && shapes.empty()) return Status::OK();
+  PC_ASSIGN_OR_RETURN(Fill fill, ParseFill(options.fill.empty() ? "random" : options.fill));
+  std::vector<std::string> unfed = session.Unfed();
+  for (const auto& [name, dims] : shapes)
+    if (std::find(unfed.begin(), unfed.end(), name) == unfed.end()) {
+      std::vector<std::string> inputs = session.FeedNames();
+      bool is_input = std::find(inputs.begin(), inputs.end(), name) != inputs.end();
+      return MakeError(ErrorCode::kInvalidArgument, "--input-shape names '{}', {}", name,
+                       is_input ? "which is also fed from a file" : "which is not an input of the program")
+          .Note(fmt::format("its inputs are: {}", fmt::join(inputs, ", ")));
+    }
+  for (const auto& name : unfed) {
+    PC_ASSIGN_OR_RETURN(auto declared, session.FeedDeclaration(name));
+    Dims dims = declared.second;
+    if (auto it = shapes.find(name); it != shapes.end()) {
+      dims = it->second;
+    } else {
+      for (int i = 0; i < dims.rank(); ++i)
+        if (dims[i] < 0) dims[i] = 1;
+    }
+    PC_ASSIGN_OR_RETURN(runtime::Tensor t, MakeInput(name, declared.first, dims, fill, options.seed, alloc));
+    PC_RETURN_IF_ERROR(session.Feed(name, t));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status RunRun(const RunOptions& options, std::ostream& out) {
@@ -92,11 +131,18 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
   auto host_alloc = runtime::CpuCachingAllocator::Create();
   for (const auto& spec : options.feeds) {
     size_t eq = spec.find('=');
+    if (eq == std::string::npos && spec.ends_with(".npz")) {
+      // An archive feeds each of its arrays to the input of the same name.
+      PC_ASSIGN_OR_RETURN(io::NamedTensors arrays, io::ReadNpz(spec, *host_alloc));
+      for (const auto& [name, t] : arrays) PC_RETURN_IF_ERROR(session->Feed(name, t));
+      continue;
+    }
     if (eq == std::string::npos || eq == 0)
-      return MakeError(ErrorCode::kInvalidArgument, "bad --feed '{}': expected NAME=FILE.npy", spec);
+      return MakeError(ErrorCode::kInvalidArgument, "bad --feed '{}': expected NAME=FILE.npy or FILE.npz", spec);
     PC_ASSIGN_OR_RETURN(runtime::Tensor t, io::ReadNpy(spec.substr(eq + 1), *host_alloc));
     PC_RETURN_IF_ERROR(session->Feed(spec.substr(0, eq), t));
   }
+  PC_RETURN_IF_ERROR(FillInputs(options, *session, *host_alloc));
   std::vector<std::string> fetches = options.fetches;
   if (fetches.empty())
     for (const auto& f : session->module().compiled().fetch_targets()) fetches.push_back(f);
@@ -115,51 +161,70 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
     std::string names;
     for (const auto& n : missing) names += (names.empty() ? "'" : ", '") + n + "'";
     return MakeError(ErrorCode::kInvalidArgument, "missing input{} {}", missing.size() > 1 ? "s" : "", names)
-        .Note("pass each as --feed NAME=FILE.npy");
+        .Note("pass each as --feed NAME=FILE.npy (or --feed FILE.npz), or make them with --fill random|zeros|ones");
   }
 
   if (!options.params.empty()) PC_RETURN_IF_ERROR(session->LoadParameters(options.params));
   else PC_RETURN_IF_ERROR(session->InitializeParameters());
 
   PC_ASSIGN_OR_RETURN(auto plan, session->executor().Prepare(session->main_block(), session->scope(), plan_options));
+  // With several steps the first is the warm-up (buffers allocated, caches cold): it is reported
+  // apart and kept out of the profile and the step statistics.
+  bool warm_up = options.steps > 1;
+  if (warm_up) plan->set_profiling(false);
   std::vector<double> step_ms;
+  double warm_up_ms = 0;
   // Fetch everything before writing anything, so a failure leaves no partial output. With
   // --each-step, every step's values (a training program's loss per step), stacked.
-  std::vector<std::pair<std::string, std::vector<runtime::Tensor>>> results;
-  for (const auto& f : fetches) results.emplace_back(f, std::vector<runtime::Tensor>{});
+  std::vector<std::pair<std::string, std::vector<runtime::Tensor>>> per_step;
+  for (const auto& f : fetches) per_step.emplace_back(f, std::vector<runtime::Tensor>{});
   for (int i = 0; i < options.steps; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     PC_RETURN_IF_ERROR(plan->Run());
     PC_RETURN_IF_ERROR(session->executor().device().Synchronize());
-    step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    if (!options.each_step && i + 1 < options.steps) continue;
-    for (auto& [name, values] : results) {
-      PC_ASSIGN_OR_RETURN(runtime::Tensor t, session->Fetch(name));
-      values.push_back(std::move(t));
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (options.each_step || i + 1 == options.steps)
+      for (auto& [name, values] : per_step) {
+        PC_ASSIGN_OR_RETURN(runtime::Tensor t, session->Fetch(name));
+        values.push_back(std::move(t));
+      }
+    if (warm_up && i == 0) {
+      warm_up_ms = ms;
+      plan->set_profiling(options.profile);
+      continue;
     }
+    step_ms.push_back(ms);
+  }
+  io::NamedTensors results;
+  for (const auto& [name, values] : per_step) {
+    PC_ASSIGN_OR_RETURN(runtime::Tensor t, options.each_step ? Stack(values, *host_alloc) : values.back());
+    results.emplace_back(name, std::move(t));
   }
   if (!options.save_params.empty()) PC_RETURN_IF_ERROR(session->SaveParameters(options.save_params));
-  if (!options.out_dir.empty()) {
+  if (options.out_dir.ends_with(".npz")) {
+    PC_RETURN_IF_ERROR(io::WriteNpz(options.out_dir, results));
+  } else if (!options.out_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.out_dir, ec);
     if (ec) return MakeError(ErrorCode::kIO, "cannot create output directory '{}': {}", options.out_dir, ec.message());
-    for (const auto& [name, values] : results) {
-      PC_ASSIGN_OR_RETURN(runtime::Tensor t, options.each_step ? Stack(values, *host_alloc) : values.back());
+    for (const auto& [name, t] : results)
       PC_RETURN_IF_ERROR(io::WriteNpy((std::filesystem::path(options.out_dir) / FileNameFor(name)).string(), t));
-    }
   } else {
     for (size_t i = 0; i < (options.each_step ? static_cast<size_t>(options.steps) : 1); ++i)
-      for (const auto& [name, values] : results)
+      for (const auto& [name, values] : per_step)
         out << (options.each_step ? fmt::format("step {}  ", i + 1) : "") << Summary(name, values[i]) << "\n";
   }
 
   if (options.steps > 1 || options.profile) {
     std::vector<double> sorted = step_ms;
     std::sort(sorted.begin(), sorted.end());
-    out << fmt::format("{} step(s): median {:.4g} ms, min {:.4g} ms\n", options.steps, sorted[sorted.size() / 2],
+    if (warm_up) out << fmt::format("warm-up step: {:.4g} ms (not in the figures below)\n", warm_up_ms);
+    out << fmt::format("{} step(s): median {:.4g} ms, min {:.4g} ms\n", sorted.size(), sorted[sorted.size() / 2],
                        sorted.front());
   }
   if (options.profile) {
+    if (!warm_up)
+      out << "note: the profile is of one step, the warm-up included; use --steps N for steady-state steps\n";
     double total = plan->profiled_ms();
     out << fmt::format("{:<28} {:>8} {:>12} {:>8}\n", "op type", "calls", "total ms", "% step");
     for (const auto& p : plan->ProfileByType())

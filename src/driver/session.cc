@@ -1,10 +1,14 @@
 // Loading, compiling and preparing a program for execution.
 #include "session.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
+#include "paddlec/core/feed_rules.h"
 #include "paddlec/driver/driver.h"
 #include "paddlec/io/params.h"
+#include "paddlec/ir/op_role.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
@@ -82,10 +86,8 @@ Status AttachStartup(std::unique_ptr<ir::Module>& m, const std::string& path) {
 }
 
 bool HasTrainingOps(const ir::Module& m) {
-  constexpr int kBackwardOrOptimize = 0x1 | 0x2;  // op_role bits (paddle_format.md §3)
   for (const auto& op : m.compiled().main_program().blocks(0).ops())
-    for (const auto& a : op.attrs())
-      if (a.name() == "op_role" && (a.i() & kBackwardOrOptimize)) return true;
+    if (ir::OpRoleOf(op) & (ir::kOpRoleBackward | ir::kOpRoleOptimize)) return true;
   return false;
 }
 
@@ -123,6 +125,35 @@ std::vector<std::string> Session::Unfed() const {
   return out;
 }
 
+StatusOr<std::pair<DType, Dims>> Session::FeedDeclaration(const std::string& name) const {
+  for (const auto& f : module_->compiled().feed_targets())
+    if (f.name() == name) {
+      PC_ASSIGN_OR_RETURN(Dims dims, Dims::FromRange(f.dims().begin(), f.dims().end()));
+      return std::make_pair(static_cast<DType>(f.data_type()), dims);
+    }
+  return MakeError(ErrorCode::kNotFound, "the program has no input named '{}'", name);
+}
+
+namespace {
+
+/// `t` converted element by element to `to`.
+StatusOr<runtime::Tensor> Convert(const runtime::Tensor& t, DType to, runtime::Allocator& alloc) {
+  runtime::Tensor out(to, t.dims());
+  PC_RETURN_IF_ERROR(out.Allocate(alloc));
+  Status inner;
+  PC_RETURN_IF_ERROR(VisitDType(t.dtype(), [&]<class From>() {
+    inner = VisitDType(to, [&]<class To>() {
+      const From* src = t.data<From>();
+      To* dst = out.data<To>();
+      for (int64_t i = 0; i < t.numel(); ++i) dst[i] = static_cast<To>(src[i]);
+    });
+  }));
+  PC_RETURN_IF_ERROR(inner);
+  return out;
+}
+
+}  // namespace
+
 Status Session::Feed(const std::string& name, const runtime::Tensor& host) {
   const paddlec::proto::FeedTarget* target = nullptr;
   for (const auto& f : module_->compiled().feed_targets())
@@ -134,19 +165,16 @@ Status Session::Feed(const std::string& name, const runtime::Tensor& host) {
         .Note(names.empty() ? std::string("it takes no inputs") : "its inputs are: " + names);
   }
   DType want = static_cast<DType>(target->data_type());
-  if (host.dtype() != want)
-    return MakeError(ErrorCode::kInvalidArgument, "input '{}' is declared {} but the fed array is {}", name,
-                     DTypeName(want), DTypeName(host.dtype()));
+  PC_ASSIGN_OR_RETURN(FeedCast cast, CheckFeedDType(name, want, host.dtype()));
   PC_ASSIGN_OR_RETURN(Dims declared, Dims::FromRange(target->dims().begin(), target->dims().end()));
-  if (!DimsMatch(declared, host.dims())) {
-    Error e = MakeError(ErrorCode::kInvalidArgument, "input '{}' is declared with shape {} but the fed array has shape {}",
-                        name, declared.ToString(), host.dims().ToString());
-    if (declared.rank() == host.dims().rank() + 1 && declared.back() == 1)
-      e.Note(fmt::format("add a trailing dimension of 1: shape {}",
-                         [&] { Dims d = host.dims(); d.push_back(1); return d.ToString(); }()));
-    return e;
+  PC_RETURN_IF_ERROR(CheckFeedDims(name, declared, host.dims()));
+  if (cast.convert) {
+    if (!cast.warning.empty()) spdlog::warn("{}", cast.warning);
+    PC_ASSIGN_OR_RETURN(runtime::Tensor converted, Convert(host, want, *host_alloc_));
+    PC_RETURN_IF_ERROR(executor_->device().CopyFromHost(converted, scope_.Var(name).tensor()));
+  } else {
+    PC_RETURN_IF_ERROR(executor_->device().CopyFromHost(host, scope_.Var(name).tensor()));
   }
-  PC_RETURN_IF_ERROR(executor_->device().CopyFromHost(host, scope_.Var(name).tensor()));
   if (std::find(fed_.begin(), fed_.end(), name) == fed_.end()) fed_.push_back(name);
   return Status::OK();
 }

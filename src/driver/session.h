@@ -60,6 +60,8 @@ class Session {
   Status Feed(const std::string& name, const runtime::Tensor& host);
   /// Names of the feed targets, in order.
   std::vector<std::string> FeedNames() const;
+  /// The declared dtype and dims (-1 for unknown sizes) of feed target `name`.
+  StatusOr<std::pair<DType, Dims>> FeedDeclaration(const std::string& name) const;
   /// The feed targets not fed yet.
   std::vector<std::string> Unfed() const;
   /// A host copy of variable `name` after a run; an error if it does not exist or holds no value.

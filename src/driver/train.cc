@@ -16,8 +16,10 @@
 #include "paddlec/driver/driver.h"
 #include "paddlec/io/dataset.h"
 #include "paddlec/io/params.h"
+#include "paddlec/ir/op_role.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
+#include "progress.h"
 #include "session.h"
 
 namespace paddlec::driver {
@@ -66,10 +68,7 @@ StatusOr<Interface> FindInterface(ir::Module& m, const TrainOptions& o, int64_t 
   if (io.predictions.empty()) {
     // The last forward output shaped [batch, classes]: logits or probabilities, same argmax.
     for (const auto& op : b.desc().ops()) {
-      bool forward = true;
-      for (const auto& a : op.attrs())
-        if (a.name() == "op_role" && (a.i() & 0x13)) forward = false;
-      if (!forward) break;
+      if (!ir::IsForwardOp(op)) break;
       for (const auto& s : op.outputs())
         for (const auto& a : s.arguments()) {
           const pb::VarDesc* v = b.FindVar(a);
@@ -107,36 +106,6 @@ void FillBatch(const io::ClassificationSet& set, const std::vector<int64_t>& ord
     else labels.data<int32_t>()[i] = static_cast<int32_t>(l);
   }
 }
-
-class Progress {
- public:
-  Progress(std::ostream& out, bool enabled) : out_(out), tty_(enabled && ::isatty(STDOUT_FILENO)), enabled_(enabled) {}
-  void Update(int epoch, int epochs, int64_t batch, int64_t batches, double loss, double samples_per_s) {
-    if (!enabled_) return;
-    auto now = Clock::now();
-    bool last = batch == batches;
-    if (tty_) {
-      if (!last && Seconds(last_, now) < 0.1) return;
-      last_ = now;
-      int width = 30, filled = static_cast<int>(width * batch / std::max<int64_t>(1, batches));
-      out_ << fmt::format("\repoch {}/{} [{}{}] {}/{}  loss {:.4f}  {:.0f} samples/s", epoch, epochs,
-                          std::string(filled, '='), std::string(width - filled, ' '), batch, batches, loss,
-                          samples_per_s)
-           << (last ? "\n" : "") << std::flush;
-    } else {
-      // Plain lines for logs: about ten per epoch.
-      int64_t every = std::max<int64_t>(1, batches / 10);
-      if (batch % every != 0 && !last) return;
-      out_ << fmt::format("epoch {}/{}  step {}/{}  loss {:.4f}  {:.0f} samples/s\n", epoch, epochs, batch, batches,
-                          loss, samples_per_s);
-    }
-  }
-
- private:
-  std::ostream& out_;
-  bool tty_, enabled_;
-  Clock::time_point last_{};
-};
 
 struct EvalResult {
   double loss = 0, accuracy = 0;
@@ -190,7 +159,7 @@ class Trainer {
     if (!o_.metrics_file.empty() && start_epoch == 0) PC_RETURN_IF_ERROR(WriteFileAtomic(o_.metrics_file, ""));
     int64_t n = data_.train.count;
     int64_t batches = (n + o_.batch_size - 1) / o_.batch_size;
-    Progress progress(out_, o_.progress);
+    Progress progress(out_, o_.progress, ::isatty(STDOUT_FILENO), (o_.epochs - start_epoch) * batches);
     auto run_start = Clock::now();
     for (int64_t epoch = start_epoch; epoch < o_.epochs; ++epoch) {
       std::vector<int64_t> order = io::EpochOrder(n, o_.seed, epoch);

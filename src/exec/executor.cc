@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/cuda/backend_api.h"
+#include "gpu_diagnosis.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::exec {
@@ -65,11 +66,10 @@ const Backend& LoadBackend() {
                            .Note("rebuild both from the same tree")};
     char reason[512] = {};
     int n = api->device_count(reason, sizeof(reason));
-    if (n < 0)
-      return {nullptr,
-              MakeError(ErrorCode::kUnavailable, "no usable CUDA GPU on this machine: {}", reason).Note("run with --device=cpu")};
+    if (n < 0) return {nullptr, DiagnoseGpu(ProbeGpu(reason))};
     if (n == 0)
-      return {nullptr, MakeError(ErrorCode::kUnavailable, "no CUDA GPU found on this machine").Note("run with --device=cpu")};
+      return {nullptr, MakeError(ErrorCode::kUnavailable, "no GPU found on this machine")
+                           .Advise("run with --device=cpu", "run on the CPU: Executor('cpu')")};
     if (api->register_kernels(&ops::MutableGlobalOpRegistry(), reason, sizeof(reason)) != 0)
       return {nullptr, MakeError(ErrorCode::kInternal, "registering the CUDA kernels failed: {}", reason)};
     return {api, Status::OK()};

@@ -307,7 +307,11 @@ Status Plan::PrepareStep(int i) {
       Error e = MakeError(ErrorCode::kRuntime, "input '{}' reads variable '{}', which holds no value", slot_name,
                           var_name);
       e.mutable_location().var = var_name;
-      e.Note("feed it (--feed " + var_name + "=FILE.npy), initialize it in the startup program, or load it with --params");
+      e.Advise(
+          "feed it (--feed " + var_name + "=FILE.npy), initialize it in the startup program, or load it with --params",
+          "feed it (feed={'" + var_name +
+              "': array}), run the startup program first, or load it with "
+              "paddlec.io.load_params");
       return StepError(s, std::move(e));
     }
   }

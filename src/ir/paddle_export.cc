@@ -1,5 +1,5 @@
 // ExportForPaddle: feed/fetch ops, batch_norm's ReserveSpace, and the check that every op exists in
-// PaddlePaddle. Facts about what Paddle's loaders expect: /work/shared/reference/paddle_format.md §1.
+// PaddlePaddle. What Paddle's loaders expect of a .pdmodel: docs/formats.md.
 #include "paddlec/ir/paddle_export.h"
 
 #include <algorithm>

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "paddlec/ir/op_role.h"
+
 namespace paddlec::ir {
 namespace {
 
@@ -184,12 +186,15 @@ std::string AttrValue(const pb::OpDesc::Attr& a) {
   return "?";
 }
 
-// op_role's bit flags by name (shared/reference/paddle_format.md, "Op roles"): "backward|loss".
+// op_role's bit flags by name (ir/op_role.h): "backward|loss".
 std::string OpRole(int32_t role) {
   static constexpr std::pair<int32_t, std::string_view> kRoles[] = {
-      {0x0001, "backward"}, {0x0002, "optimize"}, {0x0004, "rpc"},          {0x0008, "dist"},
-      {0x0010, "lrsched"},  {0x0100, "loss"},     {0x1000, "not_specified"}};
-  std::string s = (role & 0x101f) == 0 ? "forward" : "";
+      {kOpRoleBackward, "backward"}, {kOpRoleOptimize, "optimize"},    {kOpRoleRPC, "rpc"},
+      {kOpRoleDist, "dist"},         {kOpRoleLRSched, "lrsched"},      {kOpRoleLoss, "loss"},
+      {kOpRoleNotSpecified, "not_specified"}};
+  constexpr int32_t kNotForward =
+      kOpRoleBackward | kOpRoleOptimize | kOpRoleRPC | kOpRoleDist | kOpRoleLRSched | kOpRoleNotSpecified;
+  std::string s = (role & kNotForward) == 0 ? "forward" : "";
   for (const auto& [bit, name] : kRoles) {
     if (!(role & bit)) continue;
     s += (s.empty() ? "" : "|") + std::string(name);

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "paddlec/ir/op_role.h"
+
 namespace paddlec::ir {
 
 // ---- Variables ------------------------------------------------------------------------------
@@ -345,10 +347,7 @@ pb::ProgramDesc CloneForTest(const pb::ProgramDesc& program) {
   auto* ops = out.mutable_blocks(0)->mutable_ops();
   int keep = ops->size();
   for (int i = 0; i < ops->size(); ++i) {
-    bool forward = true;
-    for (const auto& a : ops->Get(i).attrs())
-      if (a.name() == "op_role" && (a.i() & 0x0013)) forward = false;  // backward, optimize, LR schedule
-    if (!forward) {
+    if (!IsForwardOp(ops->Get(i))) {
       keep = i;
       break;
     }

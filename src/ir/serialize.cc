@@ -115,7 +115,8 @@ Status ParseBinary(std::string_view bytes, Message* m, const std::string& file) 
     return MakeError(ErrorCode::kParse, "not a valid binary {} ({} bytes): protobuf wire data is malformed",
                      m->GetDescriptor()->name(), bytes.size())
         .At({.file = file})
-        .Note("pass --format=text or --format=json if the file is not binary");
+        .Advise("pass --format=text or --format=json if the file is not binary",
+                "pass format='text' or format='json' if the file is not binary");
   if (!m->IsInitialized()) return MissingFieldsError(*m, nullptr, file);
   return Status::OK();
 }
@@ -208,6 +209,10 @@ std::optional<Format> FormatFromPath(std::string_view path) {
   if (ext == ".json") return Format::kJson;
   if (path.ends_with("__model__")) return Format::kBinary;
   return std::nullopt;
+}
+
+bool IsBareProgramPath(std::string_view path) {
+  return FileExtension(path) == ".pdmodel" || path.ends_with("__model__");
 }
 
 StatusOr<std::unique_ptr<Module>> ParseModule(std::string_view bytes, Format format,

@@ -6,38 +6,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "paddlec/core/suggest.h"
+
 namespace paddlec::ops {
 namespace {
 
 using ir::pb::OpDesc;
 using ir::pb::OpProto;
-
-/// Levenshtein distance, for "did you mean" hints.
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-template <class Names>
-std::string Closest(std::string_view word, const Names& names) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const auto& n : names) {
-    size_t d = EditDistance(word, n);
-    if (d < best_d) {
-      best_d = d;
-      best = n;
-    }
-  }
-  return best;
-}
 
 std::string JoinSlotNames(const google::protobuf::RepeatedPtrField<OpProto::Var>& vars) {
   std::string s;
@@ -124,63 +99,9 @@ StatusOr<OpDesc::Attr> ConvertAttrType(const OpDesc::Attr& a, ir::pb::AttrType w
 
 void CheckAttrValue(ir::Op op, int attr_index, const OpDesc::Attr& a, const OpProto::Attr& spec,
                     std::vector<Error>& errors) {
-  auto err = [&](std::string msg) {
-    errors.push_back(Error(ErrorCode::kValidation, std::move(msg)).At(op.AttrLocation(attr_index)));
-  };
-  if (!AttrTypeCompatible(a.type(), spec.type())) {
-    err(fmt::format("attribute '{}' has type {}, expected {}", a.name(), ir::AttrTypeName(a.type()),
-                    ir::AttrTypeName(spec.type())));
-    return;
-  }
-  // A FLOAT attribute is compared in float: PaddlePaddle stores epsilon = 1e-3 as the float
-  // 0.0010000000474974513, which must pass a [0, 0.001] range as it does in PaddlePaddle.
-  bool in_float = spec.type() == ir::pb::FLOAT || spec.type() == ir::pb::FLOATS;
-  auto below = [&](double v, double bound) {
-    return in_float ? static_cast<float>(v) < static_cast<float>(bound) : v < bound;
-  };
-  for (double v : NumericValues(a)) {
-    if (std::isnan(v) && (spec.has_min() || spec.has_max())) {
-      err(fmt::format("attribute '{}' is NaN", a.name()));
-      return;
-    }
-    if ((spec.has_min() && below(v, spec.min())) || (spec.has_max() && below(spec.max(), v))) {
-      std::string range = spec.has_min() && spec.has_max()
-                              ? fmt::format("[{}, {}]", FormatNumber(spec.min()), FormatNumber(spec.max()))
-                          : spec.has_min() ? fmt::format(">= {}", FormatNumber(spec.min()))
-                                           : fmt::format("<= {}", FormatNumber(spec.max()));
-      // A float is shown as written (0.0011, not its double expansion 0.0010999999940395355).
-      std::string shown = in_float ? fmt::format("{}", static_cast<float>(v)) : FormatNumber(v);
-      err(fmt::format("attribute '{}' value {} is out of range: must be {}", a.name(), shown, range));
-      return;
-    }
-  }
-  if (spec.allowed_strings_size() > 0) {
-    std::vector<std::string> values;
-    if (a.type() == ir::pb::STRING) values.push_back(a.s());
-    if (a.type() == ir::pb::STRINGS) values.assign(a.strings().begin(), a.strings().end());
-    for (const auto& v : values) {
-      if (std::find(spec.allowed_strings().begin(), spec.allowed_strings().end(), v) ==
-          spec.allowed_strings().end()) {
-        std::string allowed;
-        for (const auto& s : spec.allowed_strings()) allowed += (allowed.empty() ? "'" : ", '") + s + "'";
-        err(fmt::format("attribute '{}' value '{}' is not allowed: expected one of {}", a.name(), v, allowed));
-        return;
-      }
-    }
-  }
-  if (spec.allowed_ints_size() > 0) {
-    for (double v : NumericValues(a)) {
-      if (std::find(spec.allowed_ints().begin(), spec.allowed_ints().end(), static_cast<int64_t>(v)) ==
-          spec.allowed_ints().end()) {
-        std::string allowed;
-        for (int64_t s : spec.allowed_ints()) allowed += (allowed.empty() ? "" : ", ") + std::to_string(s);
-        err(fmt::format("attribute '{}' value {} is not allowed: expected one of {}", a.name(), FormatNumber(v),
-                        allowed));
-        return;
-      }
-    }
-  }
-  if (spec.non_empty() && ListSize(a) == 0) err(fmt::format("attribute '{}' must not be empty", a.name()));
+  if (std::string problem = AttrValueProblem(a, spec); !problem.empty())
+    errors.push_back(Error(ErrorCode::kValidation, fmt::format("attribute '{}' {}", a.name(), problem))
+                         .At(op.AttrLocation(attr_index)));
 }
 
 void CheckSubBlocks(ir::Op op, int attr_index, const OpDesc::Attr& a, std::vector<Error>& errors) {
@@ -230,7 +151,7 @@ void CheckSlots(ir::Op op, bool input, const OpInfo& info, const CheckOptions& o
       for (const auto& p : proto_slots) names.push_back(p.name());
       Error e = MakeError(ErrorCode::kValidation, "op '{}' has no {} slot '{}'", op.type(), kind, slot.parameter())
                     .At(op.SlotLocation(input, s));
-      std::string hint = Closest(slot.parameter(), names);
+      std::string hint = ClosestName(slot.parameter(), names);
       e.Note(hint.empty() ? fmt::format("its {} slots are: {}", kind, JoinSlotNames(proto_slots))
                           : fmt::format("did you mean '{}'?", hint));
       errors.push_back(std::move(e));
@@ -275,6 +196,53 @@ void CheckSlots(ir::Op op, bool input, const OpInfo& info, const CheckOptions& o
 
 }  // namespace
 
+std::string AttrValueProblem(const OpDesc::Attr& a, const OpProto::Attr& spec) {
+  if (!AttrTypeCompatible(a.type(), spec.type()))
+    return fmt::format("has type {}, expected {}", ir::AttrTypeName(a.type()), ir::AttrTypeName(spec.type()));
+  // A FLOAT attribute is compared in float: PaddlePaddle stores epsilon = 1e-3 as the float
+  // 0.0010000000474974513, which must pass a [0, 0.001] range as it does in PaddlePaddle.
+  bool in_float = spec.type() == ir::pb::FLOAT || spec.type() == ir::pb::FLOATS;
+  auto below = [&](double v, double bound) {
+    return in_float ? static_cast<float>(v) < static_cast<float>(bound) : v < bound;
+  };
+  for (double v : NumericValues(a)) {
+    if (std::isnan(v) && (spec.has_min() || spec.has_max())) return "is NaN";
+    if ((spec.has_min() && below(v, spec.min())) || (spec.has_max() && below(spec.max(), v))) {
+      std::string range = spec.has_min() && spec.has_max()
+                              ? fmt::format("[{}, {}]", FormatNumber(spec.min()), FormatNumber(spec.max()))
+                          : spec.has_min() ? fmt::format(">= {}", FormatNumber(spec.min()))
+                                           : fmt::format("<= {}", FormatNumber(spec.max()));
+      // A float is shown as written (0.0011, not its double expansion 0.0010999999940395355).
+      std::string shown = in_float ? fmt::format("{}", static_cast<float>(v)) : FormatNumber(v);
+      return fmt::format("value {} is out of range: must be {}", shown, range);
+    }
+  }
+  if (spec.allowed_strings_size() > 0) {
+    std::vector<std::string> values;
+    if (a.type() == ir::pb::STRING) values.push_back(a.s());
+    if (a.type() == ir::pb::STRINGS) values.assign(a.strings().begin(), a.strings().end());
+    for (const auto& v : values) {
+      if (std::find(spec.allowed_strings().begin(), spec.allowed_strings().end(), v) == spec.allowed_strings().end()) {
+        std::string allowed;
+        for (const auto& s : spec.allowed_strings()) allowed += (allowed.empty() ? "'" : ", '") + s + "'";
+        return fmt::format("value '{}' is not allowed: expected one of {}", v, allowed);
+      }
+    }
+  }
+  if (spec.allowed_ints_size() > 0) {
+    for (double v : NumericValues(a)) {
+      if (std::find(spec.allowed_ints().begin(), spec.allowed_ints().end(), static_cast<int64_t>(v)) ==
+          spec.allowed_ints().end()) {
+        std::string allowed;
+        for (int64_t s : spec.allowed_ints()) allowed += (allowed.empty() ? "" : ", ") + std::to_string(s);
+        return fmt::format("value {} is not allowed: expected one of {}", FormatNumber(v), allowed);
+      }
+    }
+  }
+  if (spec.non_empty() && ListSize(a) == 0) return "must not be empty";
+  return "";
+}
+
 void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options, std::vector<Error>& errors) {
   const OpInfo* info = registry.Find(op.type());
   if (info == nullptr) {
@@ -283,7 +251,7 @@ void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options,
     Error e = op.type().empty() ? MakeError(ErrorCode::kValidation, "op has an empty type")
                                 : MakeError(ErrorCode::kValidation, "unknown op type '{}'", op.type());
     e.At(op.Location());
-    std::string hint = Closest(op.type(), names);
+    std::string hint = ClosestName(op.type(), names);
     if (!hint.empty()) e.Note(fmt::format("did you mean '{}'?", hint));
     else e.Note("`paddlec dump-opprotos` lists the registered ops");
     errors.push_back(std::move(e));
@@ -316,7 +284,7 @@ void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options,
       for (const auto& p : info->proto().attrs()) names.push_back(p.name());
       Error e = MakeError(ErrorCode::kValidation, "unknown attribute '{}' for op '{}'", a.name(), op.type())
                     .At(op.AttrLocation(i));
-      std::string hint = Closest(a.name(), names);
+      std::string hint = ClosestName(a.name(), names);
       if (!hint.empty()) e.Note(fmt::format("did you mean '{}'?", hint));
       else if (names.empty()) e.Note(fmt::format("op '{}' takes no attributes", op.type()));
       errors.push_back(std::move(e));

@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "paddlec/ir/op_role.h"
 #include "paddlec/ops/op_checker.h"
 #include "paddlec/passes/pass.h"
 
@@ -25,7 +26,7 @@ namespace {
 
 namespace pb = ::paddle::framework::proto;
 
-constexpr int kRoleForward = 0x0000, kRoleBackward = 0x0001, kRoleLoss = 0x0100;
+constexpr int kRoleForward = ir::kOpRoleForward, kRoleBackward = ir::kOpRoleBackward, kRoleLoss = ir::kOpRoleLoss;
 
 void SetRole(pb::OpDesc* op, int role) {
   for (auto& a : *op->mutable_attrs())
@@ -37,35 +38,17 @@ void SetRole(pb::OpDesc* op, int role) {
   *op->add_attrs() = ops::MakeAttr("op_role", role);
 }
 
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t p = s.find(',', start);
-    std::string item = s.substr(start, p == std::string::npos ? std::string::npos : p - start);
-    if (!item.empty()) out.push_back(item);
-    if (p == std::string::npos) break;
-    start = p + 1;
-  }
-  return out;
-}
-
 class BackwardPass final : public Pass {
  public:
   std::string_view Name() const override { return "backward"; }
   std::string_view Summary() const override { return "append the gradient ops of the loss"; }
   std::vector<PassOption> Options() const override {
     return {{"loss", PassOption::Type::kString, "", "the loss variable (default: the module's recorded loss)"},
-            {"no_grad", PassOption::Type::kString, "", "variables that get no gradient, separated by ';'"}};
+            {"no_grad", PassOption::Type::kStringList, "", "variables that get no gradient, separated by ';'"}};
   }
   Status Configure(const PassOptions& o) override {
     loss_ = o.GetString("loss");
-    for (const auto& v : SplitList([&] {
-           std::string s = o.GetString("no_grad");
-           std::replace(s.begin(), s.end(), ';', ',');
-           return s;
-         }()))
-      no_grad_.insert(v);
+    for (const auto& v : o.GetStringList("no_grad")) no_grad_.insert(v);
     return Status::OK();
   }
 
@@ -74,7 +57,8 @@ class BackwardPass final : public Pass {
     ir::Block& block = module.main().global_block();
     if (loss.empty())
       return MakeError(ErrorCode::kInvalidArgument, "the backward pass needs a loss variable")
-          .Note("pass --loss=NAME (or backward{loss=NAME})");
+          .Advise("pass --loss=NAME (or backward{loss=NAME})",
+                  "pass the loss Variable to minimize() or append_backward()");
     pb::VarDesc* loss_var = block.FindLocalVar(loss);
     if (loss_var == nullptr || !ir::IsTensorVar(*loss_var))
       return MakeError(ErrorCode::kNotFound, "the loss '{}' is not a tensor of the global block", loss);

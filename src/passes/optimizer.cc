@@ -17,6 +17,7 @@
 // recorded gradient (stop_gradient, --no-grad) get no update op and no state.
 #include <cmath>
 
+#include "paddlec/ir/op_role.h"
 #include "paddlec/ops/op_checker.h"
 #include "paddlec/passes/pass.h"
 
@@ -25,7 +26,8 @@ namespace {
 
 namespace pb = ::paddle::framework::proto;
 
-constexpr int kRoleBackward = 0x0001, kRoleOptimize = 0x0002, kRoleLRSched = 0x0010;
+constexpr int kRoleBackward = ir::kOpRoleBackward, kRoleOptimize = ir::kOpRoleOptimize,
+              kRoleLRSched = ir::kOpRoleLRSched;
 
 std::string VarAttr(const pb::VarDesc& v, const std::string& name) {
   for (const auto& a : v.attrs())

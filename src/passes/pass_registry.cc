@@ -1,4 +1,5 @@
 // Creating passes by name from passes.def, and pass option parsing.
+#include <cctype>
 #include <charconv>
 
 #include "paddlec/passes/pass.h"
@@ -36,6 +37,8 @@ std::string_view PassOptionTypeName(PassOption::Type t) {
     case PassOption::Type::kInt: return "int";
     case PassOption::Type::kFloat: return "float";
     case PassOption::Type::kString: return "string";
+    case PassOption::Type::kStringList:
+      return "string list";
   }
   return "?";
 }
@@ -86,7 +89,9 @@ StatusOr<PassOptions> PassOptions::Parse(std::string_view pass, const std::vecto
         ok = !v.empty() && end == v.c_str() + v.size();
         break;
       }
-      case PassOption::Type::kString: break;
+      case PassOption::Type::kString:
+      case PassOption::Type::kStringList:
+        break;
     }
     if (!ok)
       return MakeError(ErrorCode::kInvalidArgument, "option '{}' of pass '{}' expects a {}, got '{}'", k, pass,
@@ -116,6 +121,21 @@ const std::string& PassOptions::GetString(std::string_view name) const {
   static const std::string kEmpty;
   auto it = values_.find(name);
   return it == values_.end() ? kEmpty : it->second;
+}
+
+std::vector<std::string> PassOptions::GetStringList(std::string_view name) const {
+  std::vector<std::string> out;
+  std::string_view s = GetString(name);
+  while (!s.empty()) {
+    size_t sep = s.find(PassOption::kListSeparator);
+    std::string_view item = s.substr(0, sep);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    if (sep == std::string_view::npos) break;
+    s.remove_prefix(sep + 1);
+  }
+  return out;
 }
 
 std::string PassOptions::ToString() const {

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "paddlec/ir/op_role.h"
+
 namespace paddlec::passes {
 
 void ComputeSignature(ir::Module& module) {
@@ -72,13 +74,7 @@ void ComputeSignature(ir::Module& module) {
 
   // A program that carries its own backward and optimizer ops (PaddlePaddle's training programs):
   // the loss is the output of the op marked Forward|Loss, and each update op names a parameter and
-  // its gradient (op_role bits: paddle_format.md §3).
-  constexpr int kBackward = 0x1, kOptimize = 0x2, kLoss = 0x100;
-  auto role = [](const ir::pb::OpDesc& op) {
-    for (const auto& a : op.attrs())
-      if (a.name() == "op_role" && a.type() == ir::pb::INT) return a.i();
-    return 0;
-  };
+  // its gradient (ir/op_role.h).
   auto single = [](const google::protobuf::RepeatedPtrField<ir::pb::OpDesc::Var>& slots, std::string_view name) {
     for (const auto& s : slots)
       if (s.parameter() == name && s.arguments_size() == 1) return s.arguments(0);
@@ -86,7 +82,7 @@ void ComputeSignature(ir::Module& module) {
   };
   if (compiled.loss().empty())
     for (const auto& op : block.desc().ops())
-      if ((role(op) & kLoss) && !(role(op) & (kBackward | kOptimize)) && op.outputs_size() > 0 &&
+      if ((ir::OpRoleOf(op) & ir::kOpRoleLoss) && ir::IsForwardOp(op) && op.outputs_size() > 0 &&
           op.outputs(0).arguments_size() == 1) {
         compiled.set_loss(op.outputs(0).arguments(0));
         break;
@@ -94,7 +90,7 @@ void ComputeSignature(ir::Module& module) {
   if (compiled.param_grads_size() == 0) {
     std::unordered_set<std::string> seen;
     for (const auto& op : block.desc().ops()) {
-      if (!(role(op) & kOptimize)) continue;
+      if (!(ir::OpRoleOf(op) & ir::kOpRoleOptimize)) continue;
       std::string param = single(op.inputs(), "Param"), grad = single(op.inputs(), "Grad");
       if (param.empty() || grad.empty() || !seen.insert(param).second) continue;
       auto* pg = compiled.add_param_grads();

@@ -5,6 +5,7 @@
 // statistics (and leaves them unchanged) and dropout stops dropping, as PaddlePaddle's
 // Program.clone(for_test=True) does. A program with backward or optimizer ops is an error: testing
 // a training program means cloning its forward part (what `paddlec train` does for evaluation).
+#include "paddlec/ir/op_role.h"
 #include "paddlec/passes/pass.h"
 
 namespace paddlec::passes {
@@ -23,9 +24,9 @@ class ForTestPass final : public Pass {
       for (int i = 0; i < block.num_ops(); ++i) {
         ir::pb::OpDesc& op = block.desc().mutable_ops()->at(i);
         for (auto& a : *op.mutable_attrs()) {
-          if (a.name() == "op_role" && (a.i() & 0x13))
+          if (a.name() == "op_role" && (a.i() & ir::kOpRoleNotForward))
             return MakeError(ErrorCode::kInvalidArgument, "for-test needs a forward program, but this one has {} ops",
-                             (a.i() & 0x2) ? "optimizer" : "backward")
+                             (a.i() & ir::kOpRoleOptimize) ? "optimizer" : "backward")
                 .At(block.op(i).Location());
           if (a.name() == "is_test" && a.type() == ir::pb::BOOLEAN && !a.b()) {
             a.set_b(true);

@@ -82,5 +82,6 @@ void RegisterDesc(py::module_& m);
 void RegisterPasses(py::module_& m);
 void RegisterRuntime(py::module_& m);
 void RegisterDatasets(py::module_& m);
+void RegisterRules(py::module_& m);
 
 }  // namespace paddlec::python

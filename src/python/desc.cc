@@ -54,8 +54,11 @@ std::string TypeName(py::handle v) { return py::str(py::type::handle_of(v).attr(
 /// op and the attribute.
 class AttrConverter {
  public:
-  AttrConverter(const std::string& op, const std::string& name, pb::AttrType type)
-      : op_(op), name_(name), type_(type) {}
+  /// `arg`: the keyword the value was passed as, named in messages when it differs from `name`.
+  AttrConverter(const std::string& op, const std::string& name, pb::AttrType type, const std::string& arg = "")
+      : op_(op), name_(name), type_(type), where_(fmt::format("op '{}': attribute '{}'", op, name)) {
+    if (!arg.empty() && arg != name) where_ += fmt::format(" (argument '{}')", arg);
+  }
 
   pb::OpDesc::Attr Convert(py::handle v) const {
     pb::OpDesc::Attr a;
@@ -84,45 +87,41 @@ class AttrConverter {
         a.set_block_idx(static_cast<int32_t>(Int(v, 0, INT32_MAX)));
         break;
       case pb::INTS:
-        for (auto x : List(v)) a.add_ints(static_cast<int32_t>(Int(x, INT32_MIN, INT32_MAX)));
+        for (auto x : List(v, "int")) a.add_ints(static_cast<int32_t>(Int(x, INT32_MIN, INT32_MAX)));
         break;
       case pb::LONGS:
-        for (auto x : List(v)) a.add_longs(Int(x, INT64_MIN, INT64_MAX));
+        for (auto x : List(v, "int")) a.add_longs(Int(x, INT64_MIN, INT64_MAX));
         break;
       case pb::FLOATS:
-        for (auto x : List(v)) a.add_floats(Float32(x));
+        for (auto x : List(v, "float")) a.add_floats(Float32(x));
         break;
       case pb::FLOAT64S:
-        for (auto x : List(v)) a.add_float64s(Double(x));
+        for (auto x : List(v, "float")) a.add_float64s(Double(x));
         break;
       case pb::BOOLEANS:
-        for (auto x : List(v)) a.add_bools(Bool(x));
+        for (auto x : List(v, "bool")) a.add_bools(Bool(x));
         break;
       case pb::STRINGS:
-        for (auto x : List(v)) a.add_strings(Str(x));
+        for (auto x : List(v, "str")) a.add_strings(Str(x));
         break;
       case pb::BLOCKS:
-        for (auto x : List(v)) a.add_blocks_idx(static_cast<int32_t>(Int(x, 0, INT32_MAX)));
+        for (auto x : List(v, "Block or block index")) a.add_blocks_idx(static_cast<int32_t>(Int(x, 0, INT32_MAX)));
         break;
       default:
-        throw PaddlecException(MakeError(ErrorCode::kUnimplemented,
-                                         "op '{}': attribute '{}' has type {}, which "
-                                         "Python cannot set",
-                                         op_, name_, ir::AttrTypeName(type_)));
+        throw PaddlecException(MakeError(ErrorCode::kUnimplemented, "{} has type {}, which Python cannot set", where_,
+                                         ir::AttrTypeName(type_)));
     }
     return a;
   }
 
  private:
   [[noreturn]] void WrongType(py::handle v, const char* want) const {
-    ThrowAttrTypeError(MakeError(ErrorCode::kValidation, "op '{}': attribute '{}' ({}) takes {}, got {} {}", op_, name_,
-                                 ir::AttrTypeName(type_), want, TypeName(v), Repr(v)));
+    ThrowAttrTypeError(MakeError(ErrorCode::kValidation, "{} ({}) takes {}, got {} {}", where_, ir::AttrTypeName(type_),
+                                 want, TypeName(v), Repr(v)));
   }
   [[noreturn]] void OutOfRange(py::handle v, const char* what) const {
-    throw PaddlecException(MakeError(ErrorCode::kInvalidArgument,
-                                     "op '{}': attribute '{}' ({}) value {} is out of "
-                                     "range for {}",
-                                     op_, name_, ir::AttrTypeName(type_), Repr(v), what));
+    throw PaddlecException(
+        MakeError(ErrorCode::kInvalidArgument, "{} value {} is out of range for {}", where_, Repr(v), what));
   }
   static bool IsInt(py::handle v) { return !PyBool_Check(v.ptr()) && PyIndex_Check(v.ptr()); }
 
@@ -135,9 +134,19 @@ class AttrConverter {
     if (overflow != 0 || x < lo || x > hi) OutOfRange(v, hi == INT32_MAX ? "a 32-bit int" : "a 64-bit int");
     return x;
   }
+  /// NumPy's scalars count as numbers and bools (np.float32(0.5), np.bool_(True)).
+  static bool IsReal(py::handle v) {
+    return !PyBool_Check(v.ptr()) && !PyUnicode_Check(v.ptr()) && !IsNumpyBool(v) && PyNumber_Check(v.ptr()) &&
+           Py_TYPE(v.ptr())->tp_as_number->nb_float != nullptr;
+  }
+  static bool IsNumpyBool(py::handle v) {
+    std::string_view t = Py_TYPE(v.ptr())->tp_name;
+    return t == "numpy.bool_" || t == "numpy.bool";
+  }
   double Double(py::handle v) const {
-    if (!PyFloat_Check(v.ptr()) && !IsInt(v)) WrongType(v, "a float");
-    double d = PyFloat_Check(v.ptr()) ? PyFloat_AsDouble(v.ptr()) : PyLong_AsDouble(v.ptr());
+    if (!IsInt(v) && !IsReal(v)) WrongType(v, "a float");
+    double d = IsInt(v) ? PyLong_AsDouble(py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr())).ptr())
+                        : PyFloat_AsDouble(py::reinterpret_steal<py::object>(PyNumber_Float(v.ptr())).ptr());
     if (PyErr_Occurred()) {
       PyErr_Clear();
       OutOfRange(v, "a float");
@@ -150,23 +159,26 @@ class AttrConverter {
     return static_cast<float>(d);
   }
   bool Bool(py::handle v) const {
-    if (!PyBool_Check(v.ptr())) WrongType(v, "a bool");
-    return v.ptr() == Py_True;
+    if (!PyBool_Check(v.ptr()) && !IsNumpyBool(v)) WrongType(v, "a bool");
+    return PyObject_IsTrue(v.ptr()) == 1;
   }
   std::string Str(py::handle v) const {
     if (!PyUnicode_Check(v.ptr())) WrongType(v, "a str");
     return v.cast<std::string>();
   }
-  std::vector<py::handle> List(py::handle v) const {
-    if (!PyList_Check(v.ptr()) && !PyTuple_Check(v.ptr())) WrongType(v, "a list or tuple");
-    std::vector<py::handle> out;
-    for (py::handle x : v) out.push_back(x);
-    return out;
+  /// A list, a tuple, or a 1-D NumPy array (as its Python values).
+  py::list List(py::handle v, const char* element) const {
+    std::string want = std::string("a list of ") + element;
+    if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) return py::list(py::reinterpret_borrow<py::object>(v));
+    if (py::hasattr(v, "ndim") && py::hasattr(v, "tolist") && py::int_(v.attr("ndim")).cast<int>() == 1)
+      return py::list(v.attr("tolist")());
+    WrongType(v, want.c_str());
   }
 
   const std::string& op_;
   const std::string& name_;
   pb::AttrType type_;
+  std::string where_;  // "op 'pool2d': attribute 'ksize' (argument 'pool_size')"
 };
 
 /// The AttrType a Python value suggests, for attributes the op does not declare (CheckOp then
@@ -424,6 +436,25 @@ py::object VarAttrToPython(const pb::VarDesc::Attr& a) {
 }  // namespace
 
 void RegisterDesc(py::module_& m) {
+  m.def(
+      "check_attr",
+      [](const std::string& op_type, const std::string& name, py::handle value, const std::string& arg) -> py::object {
+        const pb::OpProto::Attr* spec = AttrSpec(Registry().Find(op_type), name);
+        // An attribute the op does not know passes through, for CheckOp's "did you mean" when appended.
+        if (spec == nullptr) return py::reinterpret_borrow<py::object>(value);
+        pb::OpDesc::Attr a = AttrConverter(op_type, name, spec->type(), arg).Convert(value);
+        if (std::string problem = ops::AttrValueProblem(a, *spec); !problem.empty()) {
+          std::string where = fmt::format("op '{}': attribute '{}'", op_type, name);
+          if (!arg.empty() && arg != name) where += fmt::format(" (argument '{}')", arg);
+          throw PaddlecException(MakeError(ErrorCode::kValidation, "{} {}", where, problem));
+        }
+        return AttrToPython(a);
+      },
+      py::arg("op_type"), py::arg("name"), py::arg("value"), py::arg("arg") = "",
+      "`value` checked against attribute `name` of `op_type` (type, range, allowed values: the checks of "
+      "`paddlec compile`) and converted to the Python value the core stores; AttributeTypeError or "
+      "ValidationError naming the op, the attribute and `arg` (the keyword it was passed as) otherwise.");
+
   py::class_<ProgramState, StatePtr> program(m, "ProgramDesc",
                                              "A ProgramDesc owned by C++: blocks of ops over variables.");
   py::class_<BlockHandle> block(m, "BlockDesc", "A block of a ProgramDesc.");

@@ -51,7 +51,7 @@ PyObject* NewClass(py::module_& m, const char* name, PyObject* builtin, const ch
 
 /// The diagnostic as the CLI prints it, without the leading "error: " of the first line.
 std::string Diagnostic(const Error& e) {
-  std::string text = e.Render();
+  std::string text = e.Render(Frontend::kPython);
   if (text.rfind("error: ", 0) == 0) text.erase(0, 7);
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
@@ -65,7 +65,7 @@ void Raise(PyObject* cls, const Error& e) {
   exc.attr("code") = std::string(ErrorCodeName(e.code()));
   exc.attr("message") = e.message();
   exc.attr("diagnostic") = text;
-  exc.attr("notes") = e.notes();
+  exc.attr("notes") = e.NotesFor(Frontend::kPython);
   exc.attr("op_type") = loc.op_type.empty() ? py::none() : py::object(py::str(loc.op_type));
   exc.attr("block") = loc.block >= 0 ? py::object(py::int_(loc.block)) : py::none();
   exc.attr("op_index") = loc.op >= 0 ? py::object(py::int_(loc.op)) : py::none();

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   paddlec::python::RegisterPasses(m);
   paddlec::python::RegisterRuntime(m);
   paddlec::python::RegisterDatasets(m);
+  paddlec::python::RegisterRules(m);
 }

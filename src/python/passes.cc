@@ -2,6 +2,9 @@
 // metadata (CompileState) together form the ir::Module the C++ pass manager transforms.
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <map>
+
 #include "bindings.h"
 #include "paddlec.pb.h"
 #include "paddlec/ir/serialize.h"
@@ -57,6 +60,66 @@ ir::Format OutputFormat(const std::string& path, const std::string& format) {
   return ir::FormatFromPath(path).value_or(ir::Format::kBinary);
 }
 
+/// A typed option value as the pass's option text: the pass manager parses it back by the option's
+/// declared type, so no pipeline grammar is involved.
+std::string OptionText(const std::string& pass, const passes::PassOption& spec, py::handle v) {
+  auto wrong = [&](const char* want) {
+    return PaddlecException(MakeError(ErrorCode::kInvalidArgument, "option '{}' of pass '{}' takes {}, got {}",
+                                      spec.name, pass, want, py::repr(v).cast<std::string>()));
+  };
+  bool is_bool = PyBool_Check(v.ptr()), is_int = !is_bool && PyLong_Check(v.ptr());
+  switch (spec.type) {
+    case passes::PassOption::Type::kBool:
+      if (!is_bool) throw wrong("a bool");
+      return v.ptr() == Py_True ? "true" : "false";
+    case passes::PassOption::Type::kInt:
+      if (!is_int) throw wrong("an int");
+      return py::str(v).cast<std::string>();
+    case passes::PassOption::Type::kFloat:
+      if (!is_int && !PyFloat_Check(v.ptr())) throw wrong("a float");
+      return fmt::format("{}", v.cast<double>());
+    case passes::PassOption::Type::kString:
+      if (!PyUnicode_Check(v.ptr())) throw wrong("a str");
+      return v.cast<std::string>();
+    case passes::PassOption::Type::kStringList: {
+      if (PyUnicode_Check(v.ptr()) || !py::isinstance<py::iterable>(v)) throw wrong("a list of str");
+      std::string out;
+      for (py::handle item : v) {
+        if (!PyUnicode_Check(item.ptr())) throw wrong("a list of str");
+        std::string s = item.cast<std::string>();
+        if (s.find(passes::PassOption::kListSeparator) != std::string::npos)
+          throw PaddlecException(MakeError(ErrorCode::kInvalidArgument,
+                                           "option '{}' of pass '{}': '{}' cannot be listed (it contains '{}')",
+                                           spec.name, pass, s, passes::PassOption::kListSeparator));
+        out += (out.empty() ? "" : std::string(1, passes::PassOption::kListSeparator)) + s;
+      }
+      return out;
+    }
+  }
+  return "";
+}
+
+/// Appends a pipeline given as text, or as [(pass, {option: typed value})].
+void AddSteps(passes::PassManager& pm, py::handle pipeline) {
+  if (PyUnicode_Check(pipeline.ptr())) {
+    ThrowIfError(pm.AddPipeline(pipeline.cast<std::string>()));
+    return;
+  }
+  for (py::handle step : pipeline) {
+    auto [name, options] = step.cast<std::pair<std::string, py::dict>>();
+    auto pass = ValueOrThrow(passes::CreatePass(name));
+    std::vector<passes::PassOption> specs = pass->Options();
+    std::map<std::string, std::string> text;
+    for (auto [k, v] : options) {
+      std::string key = k.cast<std::string>();
+      auto spec = std::find_if(specs.begin(), specs.end(), [&](const auto& s) { return s.name == key; });
+      // An unknown option goes through as text, for the pass manager's own error.
+      text[key] = spec == specs.end() ? py::str(v).cast<std::string>() : OptionText(name, *spec, v);
+    }
+    ThrowIfError(pm.AddPass(name, text));
+  }
+}
+
 }  // namespace
 
 void RegisterPasses(py::module_& m) {
@@ -101,13 +164,13 @@ void RegisterPasses(py::module_& m) {
 
   m.def(
       "run_passes",
-      [](ProgramState& main, ProgramState& startup, const std::string& pipeline, CompileState& state) {
+      [](ProgramState& main, ProgramState& startup, py::handle pipeline, CompileState& state) {
         if (&main == &startup)
           throw PaddlecException(
               MakeError(ErrorCode::kInvalidArgument, "the main and the startup program must be different programs"));
         auto module = MakeModule(state.With(main, &startup));
         passes::PassManager pm;
-        ThrowIfError(pm.AddPipeline(pipeline));
+        AddSteps(pm, pipeline);
         passes::PassContext ctx{ops::GlobalOpRegistry()};
         // The inputs are copies: a failing pipeline leaves both programs and the state as they were.
         ThrowIfError(pm.Run(*module, ctx));
@@ -119,9 +182,10 @@ void RegisterPasses(py::module_& m) {
         return timings;
       },
       py::arg("main"), py::arg("startup"), py::arg("pipeline"), py::arg("state"),
-      "Runs a pass pipeline ('validate,infer-shape,backward{loss=loss},optimizer{type=sgd,lr=0.1}') over "
-      "the module formed by main, startup and state, and writes the results back into them. Returns "
-      "(pass, milliseconds, changed) per pass.");
+      "Runs a pass pipeline over the module formed by main, startup and state, and writes the results "
+      "back into them. The pipeline is a list of (pass, {option: value}) with typed values (bool, int, "
+      "float, str, or a list of str for list options), or pipeline text as `paddlec compile --passes` "
+      "takes it. Returns (pass, milliseconds, changed) per pass.");
 
   m.def(
       "compute_signature",
@@ -153,6 +217,17 @@ void RegisterPasses(py::module_& m) {
         return out;
       },
       "Every pass as (name, summary, [(option, type, default, help)]).");
+
+  m.def(
+      "format_from_path",
+      [](const std::string& path) -> std::optional<std::string> {
+        auto f = ir::FormatFromPath(path);
+        if (!f) return std::nullopt;
+        return std::string(ir::FormatName(*f));
+      },
+      py::arg("path"), "The format a file name implies ('text', 'binary', 'json'), or None.");
+  m.def("is_bare_program_path", &ir::IsBareProgramPath, py::arg("path"),
+        "True for files that hold a bare ProgramDesc (.pdmodel, __model__), never a CompiledProgram.");
 
   m.def(
       "save_program",

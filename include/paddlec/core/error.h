@@ -33,6 +33,10 @@ enum class ErrorCode {
 
 std::string_view ErrorCodeName(ErrorCode code);
 
+/// Who shows an error to the user. Advice that names a way of doing something (a flag, an
+/// argument) is written once per front end: the CLI's names are flags, Python's are arguments.
+enum class Frontend { kCli, kPython };
+
 /// Where an error happened. Every field is optional; Render() prints the ones that are set.
 struct SourceLocation {
   std::string file;
@@ -56,7 +60,10 @@ class Error {
   const std::string& message() const { return message_; }
   const SourceLocation& location() const { return location_; }
   SourceLocation& mutable_location() { return location_; }
+  /// The notes as the CLI shows them.
   const std::vector<std::string>& notes() const { return notes_; }
+  /// The notes as `frontend` shows them (Advise's wording for it).
+  std::vector<std::string> NotesFor(Frontend frontend) const;
   /// Further, independent errors found by the same check (verifiers report all they find).
   const std::vector<Error>& more() const { return more_; }
 
@@ -70,17 +77,28 @@ class Error {
     return *this;
   }
   Error&& Note(std::string note) && { return std::move(Note(std::move(note))); }
+  /// A note that tells the user what to do, in each front end's terms: "--device=cpu" for the CLI,
+  /// "Executor('cpu')" for Python.
+  Error& Advise(std::string cli, std::string python) & {
+    python_notes_.emplace_back(notes_.size(), std::move(python));
+    notes_.push_back(std::move(cli));
+    return *this;
+  }
+  Error&& Advise(std::string cli, std::string python) && {
+    return std::move(Advise(std::move(cli), std::move(python)));
+  }
   void Append(Error e) { more_.push_back(std::move(e)); }
   void set_message(std::string m) { message_ = std::move(m); }
 
   /// "error: <location>: <message>" plus one "note: ..." line per note, for this error and `more`.
-  std::string Render() const;
+  std::string Render(Frontend frontend = Frontend::kCli) const;
 
  private:
   ErrorCode code_;
   std::string message_;
   SourceLocation location_;
   std::vector<std::string> notes_;
+  std::vector<std::pair<size_t, std::string>> python_notes_;  // (index into notes_, Python's wording)
   std::vector<Error> more_;
 };
 

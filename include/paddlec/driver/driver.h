@@ -30,8 +30,9 @@ struct CompileOptions {
   std::string input_format;   // "" = from the extension or the content
   std::string output;         // "" = write nothing; "-" = stdout
   std::string output_format;  // "" = from the output's extension (text on stdout)
-  /// What to write: "compiled" (a CompiledProgram) or "program" (only the main ProgramDesc, which is
-  /// what PaddlePaddle reads as a .pdmodel). "" = "program" for .pdmodel outputs, else "compiled".
+  /// What to write: "compiled" (a CompiledProgram), "program" (only the main ProgramDesc, which is
+  /// what PaddlePaddle reads as a .pdmodel) or "dot" (a Graphviz graph of the main program, to
+  /// stdout without -o). "" = "program" for .pdmodel outputs, "dot" for .dot ones, else "compiled".
   std::string emit;
   bool print_shapes = false;
   /// Compile for inference (kInferencePipeline) instead of `passes`.
@@ -85,9 +86,12 @@ struct RunOptions {
   std::string program;
   std::string input_format;
   std::string device = "cpu";
-  std::vector<std::string> feeds;    // NAME=FILE.npy
+  std::vector<std::string> feeds;         // NAME=FILE.npy, or FILE.npz (each array feeds the input of its name)
+  std::vector<std::string> input_shapes;  // NAME:D0xD1x...: the shape of an input made by `fill`
+  std::string fill;                       // random | zeros | ones: make the inputs not fed ("" = random if
+                                          // input_shapes is set, else none)
   std::vector<std::string> fetches;  // empty = the program's fetch targets
-  std::string out_dir;               // write NAME.npy per fetch here; "" = print to stdout
+  std::string out_dir;               // write NAME.npy per fetch here, or all into one FILE.npz; "" = print
   std::string startup;               // a separate startup ProgramDesc (PaddlePaddle's initializers)
   std::string params;                // load parameters from this file instead of the startup program
   std::string save_params;           // write the parameters here after the run
@@ -136,6 +140,12 @@ Status RunTrain(const TrainOptions& options, std::ostream& out);
 
 /// `paddlec dump-opprotos`: every registered OpProto with defaults and checks, sorted by type.
 Status RunDumpOpProtos(const DumpOpProtosOptions& options, std::ostream& out);
+
+struct ListPassesOptions {
+  std::string format = "text";  // text | md (docs/passes.md)
+};
+/// `paddlec list-passes`: every pass of passes.def with its summary and options.
+Status RunListPasses(const ListPassesOptions& options, std::ostream& out);
 
 /// One keyword argument of a generated Python operator function (`paddlec gen-python`).
 struct PythonArg {

@@ -1,6 +1,6 @@
 // Parameter files in PaddlePaddle's combined tensor-stream layout (what save_combine writes and
 // `.pdiparams` holds): one record per tensor, back to back, in the order of the sorted names, with
-// no names stored. See shared/reference/paddle_format.md §2 for the byte layout.
+// no names stored. See docs/formats.md ("Parameters") for the byte layout.
 //
 // Loading checks every record against the program's declaration of the variable it should hold
 // (dtype, dims), so a params file from another program, a truncated file or one with extra data is

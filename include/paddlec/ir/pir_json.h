@@ -4,7 +4,7 @@
 // The pd_op -> legacy op mapping is data (src/ir/pir/pir_op_table.cc); the translation engine
 // (src/ir/pir/pir_translate.cc) adds feed/fetch ops for the program's data/fetch ops, folds the
 // constants PIR passes as operands (full, full_int_array) into the legacy attributes, and names
-// every value. Facts about the format: /work/shared/reference/paddle_pir_json.md.
+// every value. Facts about the format: docs/pir_json.md.
 #pragma once
 
 #include <string>

@@ -33,4 +33,10 @@ std::string FormatListing(const Program& program, std::string_view label);
 /// `--print-ir-after` and by the pass goldens (src/passes/pass_golden_test.cc).
 std::string FormatListing(const Module& module);
 
+/// A Graphviz graph of the program (`paddlec compile --emit=dot`): ops as boxes (backward and
+/// optimizer ops tinted apart), variables as ellipses labelled with dtype and dims, parameters as
+/// shaded boxes, inputs in green, and every sub-block as a cluster hanging off the op that runs it.
+/// Render with `dot -Tsvg` or `dot -Tpng`.
+std::string FormatDot(const Program& program);
+
 }  // namespace paddlec::ir

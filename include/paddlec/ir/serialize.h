@@ -22,6 +22,9 @@ std::string_view FormatName(Format f);
 StatusOr<Format> ParseFormat(std::string_view name);
 /// The format implied by a file name: .pbtxt/.prototxt/.textproto/.txt, .pb/.pdmodel/.bin, .json.
 std::optional<Format> FormatFromPath(std::string_view path);
+/// True for files that hold a bare ProgramDesc, never a CompiledProgram: .pdmodel and __model__,
+/// which PaddlePaddle reads.
+bool IsBareProgramPath(std::string_view path);
 
 /// Loads a Module from a file; `format` overrides the extension, and when neither tells, the
 /// content is sniffed (JSON object, printable text, else binary).

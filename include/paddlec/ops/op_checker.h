@@ -23,6 +23,11 @@ struct CheckOptions {
 /// sub-block references. Appends every problem found to `errors`.
 void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options, std::vector<Error>& errors);
 
+/// What is wrong with attribute value `a` against its declaration `spec` (type, range, allowed values,
+/// emptiness), as the rest of a sentence starting "attribute 'NAME' ": "value 5 is out of range: must
+/// be [0, 3]". Empty when nothing is. The Python front end checks attributes through this too.
+std::string AttrValueProblem(const ir::pb::OpDesc::Attr& a, const ir::pb::OpProto::Attr& spec);
+
 /// Checks variable declarations of a block: unique names, tensor element types, dims.
 void CheckVars(ir::Block& block, std::vector<Error>& errors);
 

@@ -21,7 +21,9 @@ class OpRegistry;
 namespace paddlec::passes {
 
 struct PassOption {
-  enum class Type { kBool, kInt, kFloat, kString };
+  /// kStringList: names separated by kListSeparator in pipeline text ("a;b").
+  enum class Type { kBool, kInt, kFloat, kString, kStringList };
+  static constexpr char kListSeparator = ';';
   std::string name;
   Type type;
   std::string default_value;
@@ -41,6 +43,7 @@ class PassOptions {
   int64_t GetInt(std::string_view name) const;
   double GetFloat(std::string_view name) const;
   const std::string& GetString(std::string_view name) const;
+  std::vector<std::string> GetStringList(std::string_view name) const;
   bool IsSet(std::string_view name) const { return explicitly_set_.count(std::string(name)) > 0; }
   /// "k=v,k2=v2" for the options set explicitly, in name order.
   std::string ToString() const;

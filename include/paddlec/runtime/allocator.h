@@ -2,7 +2,7 @@
 //
 // Training and inference repeat the same allocation sizes every step, and glibc's malloc returns
 // large blocks to the OS and page-faults them back in (up to 4x slower GEMMs here, see
-// shared/reference/machine.md). The caching allocator keeps freed blocks in size-binned free lists
+// docs/performance.md). The caching allocator keeps freed blocks in size-binned free lists
 // so the steady state never reaches the system allocator. The CUDA allocator implements the same
 // interface in the CUDA backend.
 #pragma once

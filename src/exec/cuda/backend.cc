@@ -28,7 +28,11 @@ int DeviceCount(char* why, int len) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    Copy(cudaGetErrorString(e), why, len);
+    // The host tells "no driver" from "driver too old" by the error's name (exec/gpu_diagnosis.h).
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    Copy(std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e) + " (runtime " + std::to_string(runtime) + ")",
+         why, len);
     cudaGetLastError();
     return -1;
   }

@@ -1,7 +1,7 @@
 // The interface between the executor and libpaddlec_cuda.so, the CUDA backend it dlopens when a GPU
 // place is first requested. A plain C table, so the loader needs nothing from CUDA's headers and a
 // process that never asks for a GPU never loads CUDA's libraries (linking cuBLAS alone costs about
-// 320 ms at every start, shared/reference/machine.md).
+// 320 ms at every start, docs/performance.md).
 //
 // The backend is built from the same sources as the host, so C++ objects (DeviceContext, OpRegistry)
 // cross the boundary; kAbiVersion guards against a stale library from another build.

@@ -1,6 +1,6 @@
 // Reading PIR JSON text into pir::Program (pir_program.h).
 //
-// Format facts: /work/shared/reference/paddle_pir_json.md. Paddle 3.0 writes version 1, 3.1 version 2
+// Format facts: docs/pir_json.md. Paddle 3.0 writes version 1, 3.1 version 2
 // and 3.3 version 4 (Paddle's patch files: version 3 changed kthvalue / repeat_interleave only). The
 // versions differ in attribute widths, not in layout: pool2d's strides and paddings are i32 arrays in
 // version 1 and i64 from version 2; leaky_relu's negative_slope (and pad3d's pad_value, the interp

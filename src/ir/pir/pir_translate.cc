@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "paddlec/ir/op_role.h"
 #include "paddlec/ir/pir_json.h"
 #include "pir_op_table.h"
 #include "pir_program.h"
@@ -654,12 +655,11 @@ class Translator {
     AddAttr(fill, *value);
   }
 
-  /// PIR has no op roles; legacy programs mark them (op_role, paddle_format.md §3), and paddlec's
+  /// PIR has no op roles; legacy programs mark them (op_role, ir/op_role.h), and paddlec's
   /// training tools read them: ops before the gradient seed are forward (the one writing the loss
   /// also Loss), the seed Backward|Loss, update ops Optimize with op_role_var [param, grad], and the
   /// rest Backward.
   void AssignRoles() {
-    constexpr int kForward = 0, kBackward = 1, kOptimize = 2, kLoss = 0x100;
     auto set_role = [](pb::OpDesc& op, int role) {
       for (auto& a : *op.mutable_attrs())
         if (a.name() == "op_role") return a.set_i(role);
@@ -683,11 +683,11 @@ class Translator {
       pb::OpDesc& op = *block_->mutable_ops(i);
       if (op.type() == "feed" || op.type() == "fetch") continue;
       if (i < loss_seed_op_) {
-        set_role(op, i == loss_writer ? kForward | kLoss : kForward);
+        set_role(op, i == loss_writer ? kOpRoleForward | kOpRoleLoss : kOpRoleForward);
       } else if (i == loss_seed_op_) {
-        set_role(op, kBackward | kLoss);
+        set_role(op, kOpRoleBackward | kOpRoleLoss);
       } else if (op.type() == "sgd" || op.type() == "momentum" || op.type() == "adam") {
-        set_role(op, kOptimize);
+        set_role(op, kOpRoleOptimize);
         std::string param = single_input(op, "Param"), grad = single_input(op, "Grad");
         if (!param.empty() && !grad.empty()) {
           pb::OpDesc::Attr role_var;
@@ -698,7 +698,7 @@ class Translator {
           AddAttr(&op, std::move(role_var));
         }
       } else {
-        set_role(op, kBackward);
+        set_role(op, kOpRoleBackward);
       }
     }
   }

@@ -3,7 +3,10 @@
 ``paddlec train configs/mlp.pbtxt --epochs=5`` does: Adam, learning rate 0.001, batch 64, a seeded
 shuffle per epoch, test accuracy after each epoch.
 
-Usage: python3 tools/python/examples/fashion_mnist_mlp.py [--epochs 5] [--limit-train N] [--limit-test N]
+A progress bar with the loss and samples/s runs on stderr when it is a terminal; --quiet (or
+PADDLEC_QUIET=1) silences it.
+
+Usage: python3 tools/python/examples/fashion_mnist_mlp.py [--epochs 5] [--limit-train N] [--limit-test N] [-q]
 """
 
 import argparse
@@ -39,8 +42,9 @@ def evaluate(exe, test, logits, scope, images, labels, batch=1000):
     return correct / len(images)
 
 
-def train(epochs=5, batch_size=64, learning_rate=0.001, seed=1, limit_train=0, limit_test=0, log=None):
-    """Trains and returns the test accuracy after each epoch."""
+def train(epochs=5, batch_size=64, learning_rate=0.001, seed=1, limit_train=0, limit_test=0, log=None,
+          progress=None):
+    """Trains and returns the test accuracy after each epoch (``progress``: see paddlec.progress)."""
     (train_x, train_y), (test_x, test_y) = paddlec.datasets.fashion_mnist()
     train_x, test_x = train_x.reshape(len(train_x), 784), test_x.reshape(len(test_x), 784)
     train_y, test_y = train_y.reshape(-1, 1), test_y.reshape(-1, 1)
@@ -57,11 +61,14 @@ def train(epochs=5, batch_size=64, learning_rate=0.001, seed=1, limit_train=0, l
         start = time.time()
         order = np.random.RandomState(seed * 1000 + epoch).permutation(len(train_x))
         total = 0.0
-        for begin in range(0, len(order), batch_size):
-            idx = order[begin:begin + batch_size]
-            (value,) = exe.run(main, feed={"img": train_x[idx], "label": train_y[idx]}, fetch_list=[loss],
-                               scope=scope)
-            total += float(value) * len(idx)
+        with paddlec.progress.bar(total=len(order), desc="epoch %d/%d" % (epoch + 1, epochs), progress=progress) as bar:
+            for begin in range(0, len(order), batch_size):
+                idx = order[begin:begin + batch_size]
+                (value,) = exe.run(main, feed={"img": train_x[idx], "label": train_y[idx]}, fetch_list=[loss],
+                                   scope=scope)
+                total += float(value) * len(idx)
+                bar.update(len(idx))
+                bar.set_postfix(loss="%.4f" % (total / (begin + len(idx))), refresh=False)
         accuracies.append(evaluate(exe, test, logits, scope, test_x, test_y))
         if log:
             log("epoch %d/%d: train loss %.4f, test accuracy %.2f%%, %.1f s" % (
@@ -77,8 +84,10 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--limit-train", type=int, default=0)
     parser.add_argument("--limit-test", type=int, default=0)
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args()
-    train(args.epochs, args.batch_size, args.lr, args.seed, args.limit_train, args.limit_test, log=print)
+    train(args.epochs, args.batch_size, args.lr, args.seed, args.limit_train, args.limit_test, log=print,
+          progress=False if args.quiet else None)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ the kernels::
         paddlec.optimizer.Adam(learning_rate=1e-3).minimize(loss)
     exe = paddlec.Executor("cpu")
     exe.run(startup)
-    (value,) = exe.run(main, feed={"img": np.random.rand(8, 784), "label": np.zeros((8, 1), "int64")},
+    (value,) = exe.run(main, feed={"img": np.random.rand(8, 784).astype("float32"),
+                                   "label": np.zeros((8, 1), "int64")},
                        fetch_list=[loss])
 """
 
@@ -43,6 +44,7 @@ from paddlec import optimizer
 from paddlec import io
 from paddlec import layers
 from paddlec import datasets
+from paddlec import progress
 from paddlec.model import Model
 
 __version__ = _core.__version__
@@ -51,7 +53,7 @@ __all__ = [
     "Block", "CPUPlace", "CUDAPlace", "Executor", "Model", "Operator", "ParamAttr", "Parameter", "Program", "Scope",
     "Variable",
     "append_backward", "clip", "datasets", "default_main_program", "default_startup_program", "errors",
-    "global_scope", "initializer", "io", "layers", "ops", "optimizer", "program_guard", "regularizer",
+    "global_scope", "initializer", "io", "layers", "ops", "optimizer", "program_guard", "progress", "regularizer",
     "scope_guard", "switch_main_program", "switch_startup_program", "unique_name", "passes",
 ]
 

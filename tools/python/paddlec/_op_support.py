@@ -1,126 +1,19 @@
 """What the generated operator functions (paddlec.ops) call: argument checks, attribute casts and
 the creation of outputs, before the C++ core checks the op and infers its shapes."""
 
-import math
-import numbers
-
-import numpy as np
-
-from paddlec import _protos, errors, framework
-
-_ELEMENT = {"INTS": "INT", "LONGS": "LONG", "FLOATS": "FLOAT", "FLOAT64S": "FLOAT64", "BOOLEANS": "BOOLEAN",
-            "STRINGS": "STRING", "BLOCKS": "BLOCK"}
-_WANT = {"INT": "an int", "LONG": "an int", "FLOAT": "a float", "FLOAT64": "a float", "BOOLEAN": "a bool",
-         "STRING": "a str", "BLOCK": "a Block or a block index"}
-_PLAIN = {"INT": "int", "LONG": "int", "FLOAT": "float", "FLOAT64": "float", "BOOLEAN": "bool", "STRING": "str",
-          "BLOCK": "Block or block index"}
-_INT_RANGE = {"INT": (-2 ** 31, 2 ** 31 - 1), "LONG": (-2 ** 63, 2 ** 63 - 1), "BLOCK": (0, 2 ** 31 - 1)}
-_FLT_MAX = float(np.finfo(np.float32).max)
-
-
-def _number(v):
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return repr(v)
-
-
-def _short(v):
-    r = repr(v)
-    return r if len(r) <= 60 else r[:57] + "..."
-
-
-class _Where:
-    """Names an attribute in messages: op, attribute, and the keyword when it differs."""
-
-    def __init__(self, op_type, spec, arg):
-        self.op_type = op_type
-        self.spec = spec
-        self.text = "op %r: attribute %r" % (op_type, spec.name)
-        if arg and arg != spec.name:
-            self.text += " (argument %r)" % arg
-
-    def type_error(self, want, value):
-        return errors.make(errors.AttributeTypeError, "%s (%s) takes %s, got %s %s" % (
-            self.text, self.spec.type, want, type(value).__name__, _short(value)), op_type=self.op_type)
-
-    def value_error(self, message, cls=errors.ValidationError):
-        return errors.make(cls, "%s %s" % (self.text, message), op_type=self.op_type)
-
-
-def _scalar(where, kind, value):
-    if kind in ("INT", "LONG", "BLOCK"):
-        if kind == "BLOCK" and isinstance(value, framework.Block):
-            return value.idx
-        if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
-            raise where.type_error(_WANT[kind], value)
-        v = int(value)
-        lo, hi = _INT_RANGE[kind]
-        if not lo <= v <= hi:
-            raise where.value_error("value %d is out of range for %s" % (v, "a 32-bit int" if kind != "LONG"
-                                                                         else "a 64-bit int"),
-                                    errors.InvalidArgumentError)
-        return v
-    if kind in ("FLOAT", "FLOAT64"):
-        if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
-            raise where.type_error(_WANT[kind], value)
-        v = float(value)
-        if kind == "FLOAT" and math.isfinite(v) and abs(v) > _FLT_MAX:
-            raise where.value_error("value %r is out of range for a 32-bit float" % v, errors.InvalidArgumentError)
-        return v
-    if kind == "BOOLEAN":
-        if not isinstance(value, (bool, np.bool_)):
-            raise where.type_error(_WANT[kind], value)
-        return bool(value)
-    if kind == "STRING":
-        if not isinstance(value, str):
-            raise where.type_error(_WANT[kind], value)
-        return value
-    raise where.value_error("has type %s, which Python cannot set" % kind, errors.UnimplementedError)
-
-
-def _check(where, spec, value):
-    values = value if isinstance(value, list) else [value]
-    if spec.min is not None or spec.max is not None:
-        for v in values:
-            if not isinstance(v, (int, float)) or isinstance(v, bool):
-                continue
-            if isinstance(v, float) and math.isnan(v):
-                raise where.value_error("is NaN")
-            if (spec.min is not None and v < spec.min) or (spec.max is not None and v > spec.max):
-                if spec.min is not None and spec.max is not None:
-                    bound = "[%s, %s]" % (_number(spec.min), _number(spec.max))
-                elif spec.min is not None:
-                    bound = ">= " + _number(spec.min)
-                else:
-                    bound = "<= " + _number(spec.max)
-                raise where.value_error("value %s is out of range: must be %s" % (_number(v), bound))
-    if spec.allowed is not None:
-        for v in values:
-            if v not in spec.allowed:
-                raise where.value_error("value %r is not allowed: expected one of %s"
-                                        % (v, ", ".join(repr(a) for a in spec.allowed)))
-    if spec.non_empty and len(value) == 0:
-        raise where.value_error("must not be empty")
+from paddlec import _core, _protos, errors, framework
 
 
 def cast(op_type, spec, value, arg=None):
     """``value`` checked against an attribute's type, range and allowed values, as the Python value
     the C++ core expects; AttributeTypeError (a TypeError) or ValidationError (a ValueError),
-    naming the op and the attribute, otherwise."""
-    where = _Where(op_type, spec, arg)
-    kind = spec.type
-    if kind in _ELEMENT:
-        if isinstance(value, np.ndarray):
-            if value.ndim != 1:
-                raise where.type_error("a list of " + _PLAIN[_ELEMENT[kind]], value)
-            value = value.tolist()
-        if not isinstance(value, (list, tuple)):
-            raise where.type_error("a list of " + _PLAIN[_ELEMENT[kind]], value)
-        out = [_scalar(where, _ELEMENT[kind], v) for v in value]
-    else:
-        out = _scalar(where, kind, value)
-    _check(where, spec, out)
-    return out
+    naming the op and the attribute, otherwise. The checks and their messages are the core's
+    (``paddlec compile`` applies the same ones)."""
+    if spec.type == "BLOCK" and isinstance(value, framework.Block):
+        value = value.idx
+    elif spec.type == "BLOCKS" and isinstance(value, (list, tuple)):
+        value = [v.idx if isinstance(v, framework.Block) else v for v in value]
+    return _core.check_attr(op_type, spec.name, value, arg or "")
 
 
 def cast_attr(op_type, name, value):

@@ -4,16 +4,6 @@ from paddlec import errors, framework
 
 __all__ = ["append_backward"]
 
-_RESERVED = set(",{};=")
-
-
-def _option_names(names, what):
-    for n in names:
-        if _RESERVED & set(n):
-            raise errors.make(errors.InvalidArgumentError, "%s %r cannot be named in a pass option (it contains one "
-                              "of , { } ; =)" % (what, n))
-    return names
-
 
 def _names(values):
     out = []
@@ -23,7 +13,7 @@ def _names(values):
 
 
 def backward_spec(loss, parameter_list=None, no_grad_set=None):
-    """The backward pass with its options for ``loss``, as a pipeline element."""
+    """The backward pass with its typed options for ``loss``, as a pipeline step."""
     if not isinstance(loss, framework.Variable):
         raise TypeError("the loss must be a Variable, got %s" % type(loss).__name__)
     program = loss.block.program
@@ -37,10 +27,10 @@ def backward_spec(loss, parameter_list=None, no_grad_set=None):
             raise errors.make(errors.NotFoundError, "parameter_list names %s, which are not parameters of the program"
                               % ", ".join(sorted(unknown)))
         no_grad += [p.name for p in program.all_parameters() if p.name not in wanted]
-    options = ["loss=" + _option_names([loss.name], "the loss")[0]]
+    options = {"loss": loss.name}
     if no_grad:
-        options.append("no_grad=" + ";".join(_option_names(sorted(set(no_grad)), "variable")))
-    return "backward{%s}" % ",".join(options)
+        options["no_grad"] = sorted(set(no_grad))
+    return ("backward", options)
 
 
 def append_backward(loss, parameter_list=None, no_grad_set=None):
@@ -48,6 +38,6 @@ def append_backward(loss, parameter_list=None, no_grad_set=None):
     (or those of ``parameter_list``; ``no_grad_set`` names variables that get none), using the C++
     backward pass. Gradients are named ``<param>@GRAD``. Returns [(parameter, gradient)] Variables."""
     program = loss.block.program
-    program._apply_passes("validate,infer-shape," + backward_spec(loss, parameter_list, no_grad_set))
+    program._apply_passes([("validate", {}), ("infer-shape", {}), backward_spec(loss, parameter_list, no_grad_set)])
     gb = program.global_block()
     return [(gb.var(p), gb.var(g)) for p, g in program.param_grads]

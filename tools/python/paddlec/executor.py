@@ -8,6 +8,7 @@ the kernels run, so other Python threads go on, but none may edit the program be
 """
 
 import contextlib
+import warnings
 
 import numpy as np
 
@@ -207,21 +208,12 @@ class Executor:
             raise errors.make(errors.InvalidArgumentError, "cannot feed %r: the program has no such variable" % name,
                               var=name, notes=notes)
         array = np.asarray(value)
-        want = np.dtype(var.dtype) if var.dtype else array.dtype
-        if array.dtype != want:
-            if not np.can_cast(array.dtype, want, casting="same_kind"):
-                raise errors.make(errors.InvalidArgumentError, "feed %r: the program declares %s, the array is %s"
-                                  % (name, want.name, array.dtype.name), var=name)
-            array = array.astype(want)
-        declared = var.shape
-        if declared is not None and len(declared) > 0:
-            ok = len(declared) == array.ndim and all(d is None or d == s for d, s in zip(declared, array.shape))
-            if not ok:
-                notes = []
-                if len(declared) == array.ndim + 1 and declared[-1] == 1:
-                    notes.append("add a trailing dimension of 1: array.reshape(%s)"
-                                 % framework._format_shape(tuple(array.shape) + (1,)))
-                raise errors.make(errors.InvalidArgumentError, "feed %r: the program declares shape %s, the array "
-                                  "has shape %s" % (name, framework._format_shape(declared),
-                                                    framework._format_shape(array.shape)), var=name, notes=notes)
+        declared = None if var.shape is None else [-1 if d is None else d for d in var.shape]
+        # The core's feed rule, the one `paddlec run --feed` applies: same-kind dtypes are converted
+        # (narrowing ones with a warning), shapes must match the declaration.
+        convert_to, warning = _core.check_feed(name, var.dtype or "", declared, array.dtype.name, list(array.shape))
+        if warning:
+            warnings.warn(warning, stacklevel=3)
+        if convert_to:
+            array = array.astype(convert_to)
         return np.ascontiguousarray(array)

@@ -28,9 +28,6 @@ __all__ = [
     "program_guard",
 ]
 
-_FORMATS = {".pbtxt": "text", ".prototxt": "text", ".textproto": "text", ".txt": "text",
-            ".pb": "binary", ".pdmodel": "binary", ".bin": "binary", ".json": "json"}
-
 
 def _hint(name, candidates):
     close = difflib.get_close_matches(str(name), list(candidates), n=1)
@@ -693,7 +690,7 @@ class Program:
         """Gives every parameter of the main programs this startup program serves an initializer
         (the init-params pass; parameters already initialized here are left alone)."""
         for main in list(self._mains):
-            _core.run_passes(main.desc, self.desc, "init-params", main._state.copy())
+            _core.run_passes(main.desc, self.desc, [("init-params", {})], main._state.copy())
         self._sync_blocks()
 
     def _apply_passes(self, pipeline, startup_program=None):
@@ -705,8 +702,10 @@ class Program:
         return timings
 
     def apply_passes(self, pipeline, startup_program=None):
-        """Runs a C++ pass pipeline (e.g. 'for-test,fuse-conv-bn-act') over this program and its
-        startup program, in place. Returns (pass, milliseconds, changed) per pass."""
+        """Runs a C++ pass pipeline over this program and its startup program, in place: a list of
+        (pass, {option: value}) with typed values, e.g. [("for-test", {}), ("optimizer", {"type":
+        "sgd", "lr": 0.1})], or the text `paddlec compile --passes` takes ('for-test,fuse-conv-bn-act').
+        Returns (pass, milliseconds, changed) per pass."""
         return self._apply_passes(pipeline, startup_program)
 
     @property
@@ -773,9 +772,9 @@ class Program:
         program and the gradients, since a training program means nothing without them.
         ``program_only`` forces either form; .pdmodel files are always bare."""
         path = str(path)
-        fmt = format or _FORMATS.get(_extension(path), "binary")
+        fmt = format or _core.format_from_path(path) or "binary"
         if program_only is None:
-            program_only = _extension(path) == ".pdmodel" or not (self._state.loss or self._state.param_grads)
+            program_only = _core.is_bare_program_path(path) or not (self._state.loss or self._state.param_grads)
         if program_only:
             _core.save_program(self.desc, path, fmt)
             return
@@ -783,7 +782,7 @@ class Program:
         if self._startup is not None:
             self._startup._sync_startup()
         else:
-            _core.run_passes(self.desc, startup.desc, "init-params", self._state.copy())
+            _core.run_passes(self.desc, startup.desc, [("init-params", {})], self._state.copy())
         _core.save_compiled(self.desc, startup.desc, self._state, path, fmt)
 
     @classmethod
@@ -797,11 +796,6 @@ class Program:
         main._state = state
         main._link_startup(cls(startup_desc))
         return main
-
-
-def _extension(path):
-    dot = path.rfind(".")
-    return path[dot:].lower() if dot > path.rfind("/") else ""
 
 
 # ---- Default programs -------------------------------------------------------------------------

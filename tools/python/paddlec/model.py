@@ -12,6 +12,7 @@ data input, whose size may come later with its data::
     m.fill("img", images)
     m.fill("label", labels)
     m.run()                      # one training step; returns the loss
+    m.train({"img": images, "label": labels}, epochs=2, batch_size=64)   # whole epochs, with a bar
 """
 
 import contextlib
@@ -19,6 +20,7 @@ import contextlib
 import numpy as np
 
 from paddlec import errors, framework, io, layers, ops, unique_name
+from paddlec import progress as _progress
 from paddlec import param_attr as paddlec_param_attr
 from paddlec.backward import append_backward
 from paddlec.executor import Executor, Scope
@@ -133,7 +135,7 @@ class Model:
             x.desc.shape = [-1, int(array.shape[1])]
         for w, x in self._deferred:
             w.desc.shape = [x.shape[1], w.shape[1]]
-        self.program._apply_passes("infer-shape", self.startup_program)
+        self.program._apply_passes([("infer-shape", {})], self.startup_program)
         self._deferred = []
 
     def cross_entropy(self, input, label, name=None):
@@ -225,3 +227,32 @@ class Model:
         feed = {n: a for n, a in self._data.items() if gb.has_var(n)}
         values = self.executor.run(self.program, feed=feed, fetch_list=targets, scope=self.scope)
         return values[0] if single else values
+
+    def train(self, data, epochs=1, batch_size=64, seed=0, progress=None):
+        """Trains on ``data`` (input name -> array, the first axis the sample) for ``epochs``, one
+        run() per batch of ``batch_size`` samples in a seeded shuffled order. Shows a bar per epoch
+        with the mean loss and samples/s (``progress``: None shows it when stderr is a terminal,
+        False never; see paddlec.progress). Returns the mean loss of each epoch."""
+        if not self._loss:
+            raise errors.make(errors.InvalidArgumentError, "train(): the model has no loss yet",
+                              notes=["call backward(loss) and sgd(learning_rate) first"])
+        arrays = {(k.name if isinstance(k, framework.Variable) else k): np.asarray(v) for k, v in data.items()}
+        sizes = {len(a) for a in arrays.values()}
+        if len(sizes) != 1:
+            raise errors.make(errors.InvalidArgumentError, "train(): the arrays of data hold different numbers of "
+                              "samples: %s" % ", ".join("%s %d" % (k, len(a)) for k, a in arrays.items()))
+        n = sizes.pop()
+        losses = []
+        for epoch in range(epochs):
+            order = np.random.RandomState(seed + epoch).permutation(n)
+            total = 0.0
+            with _progress.bar(total=n, desc="epoch %d/%d" % (epoch + 1, epochs), progress=progress) as pbar:
+                for begin in range(0, n, batch_size):
+                    idx = order[begin:begin + batch_size]
+                    for name, a in arrays.items():
+                        self.fill(name, a[idx])
+                    total += float(np.mean(self.run())) * len(idx)
+                    pbar.update(len(idx))
+                    pbar.set_postfix(loss="%.4f" % (total / min(n, begin + len(idx))), refresh=False)
+            losses.append(total / max(n, 1))
+        return losses

@@ -7,13 +7,13 @@ gradient clipping, weight decay and per-parameter learning-rate multipliers.
 
 import math
 
-from paddlec import backward, errors, framework
+from paddlec import _core, backward, errors, framework
 from paddlec.clip import GradientClipByGlobalNorm
 from paddlec.regularizer import L2Decay
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adam", "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer"]
 
-_OPTIMIZE_ROLE = 0x0002
+_OPTIMIZE_ROLE = _core.OP_ROLE["optimize"]
 
 
 def _positive(name, value):
@@ -38,16 +38,16 @@ class Optimizer:
         self.grad_clip = grad_clip
 
     def _options(self):
-        opts = {"type": self.kind, "lr": repr(self.learning_rate)}
+        opts = {"type": self.kind, "lr": self.learning_rate}
         if self.regularization is not None and self.regularization.coeff > 0:
-            opts["weight_decay"] = repr(self.regularization.coeff)
+            opts["weight_decay"] = float(self.regularization.coeff)
         if self.grad_clip is not None:
-            opts["clip_norm"] = repr(self.grad_clip.clip_norm)
+            opts["clip_norm"] = float(self.grad_clip.clip_norm)
         return opts
 
     def pipeline(self):
-        """The optimizer pass with this optimizer's options, as a pipeline element."""
-        return "optimizer{%s}" % ",".join("%s=%s" % kv for kv in self._options().items())
+        """The optimizer pass with this optimizer's typed options, as a pipeline step."""
+        return ("optimizer", self._options())
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         """Appends the backward ops of ``loss`` (unless append_backward already ran) and the
@@ -57,7 +57,7 @@ class Optimizer:
         if not isinstance(loss, framework.Variable):
             raise TypeError("minimize takes the loss Variable, got %s" % type(loss).__name__)
         program = loss.block.program
-        steps = ["validate", "infer-shape"]
+        steps = [("validate", {}), ("infer-shape", {})]
         if not program.param_grads:
             steps.append(backward.backward_spec(loss, parameter_list, no_grad_set))
         elif parameter_list is not None or no_grad_set is not None:
@@ -65,7 +65,7 @@ class Optimizer:
                               "parameter_list / no_grad_set to it, not to minimize")
         steps.append(self.pipeline())
         first_new = len(program.global_block().ops)
-        program._apply_passes(",".join(steps), startup_program)
+        program._apply_passes(steps, startup_program)
         gb = program.global_block()
         updates = [op for op in gb.ops[first_new:]
                    if op.has_attr("op_role") and op.attr("op_role") & _OPTIMIZE_ROLE and op.type in
@@ -95,8 +95,8 @@ class Momentum(Optimizer):
 
     def _options(self):
         opts = super()._options()
-        opts["momentum"] = repr(self.momentum)
-        opts["nesterov"] = "true" if self.use_nesterov else "false"
+        opts["momentum"] = self.momentum
+        opts["nesterov"] = self.use_nesterov
         return opts
 
 
@@ -117,7 +117,7 @@ class Adam(Optimizer):
 
     def _options(self):
         opts = super()._options()
-        opts.update(beta1=repr(self.beta1), beta2=repr(self.beta2), epsilon=repr(self.epsilon))
+        opts.update(beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon)
         return opts
 
 

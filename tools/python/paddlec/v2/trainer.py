@@ -4,6 +4,7 @@ run batch by batch over a reader, reporting through events."""
 import numpy as np
 
 from paddlec import errors, framework
+from paddlec import progress as _progress
 from paddlec.executor import Executor
 from paddlec.v2 import event as v2_event
 from paddlec.v2 import topology
@@ -53,25 +54,30 @@ class SGD:
         metrics = {n: float(np.mean(v)) for n, v in zip(self._metric_names, values[1:])}
         return cost, metrics
 
-    def train(self, reader, num_passes=1, event_handler=None, feeding=None):
+    def train(self, reader, num_passes=1, event_handler=None, feeding=None, progress=None):
         """For each pass, one update per batch the reader yields; ``event_handler`` gets BeginPass,
-        BeginIteration, EndIteration (the batch's cost and metrics) and EndPass (their means)."""
+        BeginIteration, EndIteration (the batch's cost and metrics) and EndPass (their means).
+        ``progress``: a bar per pass with the mean cost and samples/s (None: when stderr is a
+        terminal; see paddlec.progress)."""
         handler = event_handler or (lambda e: None)
         for pass_id in range(num_passes):
             handler(v2_event.BeginPass(pass_id))
             total, count, sums = 0.0, 0, {}
-            for batch_id, batch in enumerate(reader()):
-                batch = list(batch)
-                handler(v2_event.BeginIteration(pass_id, batch_id))
-                cost, metrics = self._run(self._train, batch, feeding)
-                if not np.isfinite(cost):
-                    raise errors.make(errors.ExecutionError, "the cost became %r in pass %d, batch %d"
-                                      % (cost, pass_id, batch_id), notes=["lower the learning rate"])
-                total += cost * len(batch)
-                count += len(batch)
-                for k, v in metrics.items():
-                    sums[k] = sums.get(k, 0.0) + v * len(batch)
-                handler(v2_event.EndIteration(pass_id, batch_id, cost, metrics))
+            with _progress.bar(desc="pass %d" % pass_id, progress=progress) as pbar:
+                for batch_id, batch in enumerate(reader()):
+                    batch = list(batch)
+                    handler(v2_event.BeginIteration(pass_id, batch_id))
+                    cost, metrics = self._run(self._train, batch, feeding)
+                    if not np.isfinite(cost):
+                        raise errors.make(errors.ExecutionError, "the cost became %r in pass %d, batch %d"
+                                          % (cost, pass_id, batch_id), notes=["lower the learning rate"])
+                    total += cost * len(batch)
+                    count += len(batch)
+                    for k, v in metrics.items():
+                        sums[k] = sums.get(k, 0.0) + v * len(batch)
+                    pbar.update(len(batch))
+                    pbar.set_postfix(cost="%.4f" % (total / count), refresh=False)
+                    handler(v2_event.EndIteration(pass_id, batch_id, cost, metrics))
             handler(v2_event.EndPass(pass_id, total / max(count, 1), {k: v / max(count, 1) for k, v in sums.items()}))
 
     def test(self, reader, feeding=None):
