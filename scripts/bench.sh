@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # paddlec's benchmarks (never part of the tests). Prints median timings; quote them, not single runs.
-#   scripts/bench.sh [--device=cpu|gpu] [--quick]
+#   scripts/bench.sh [--device=cpu|gpu] [--quick] [--no-paddle]
 #   scripts/bench.sh --peers [--busy N] [--threads T] [--quick]
 # Needs a Release build in build/ (scripts/setup.sh) and hyperfine (installed by setup.sh).
+# On the CPU the single-op cases (depthwise_conv2d, LSTM) are also timed with PaddlePaddle's CPU wheel
+# (scripts/bench_paddle.py), from the benchmark-only virtualenv below, where pip installs the wheel on
+# first use; --no-paddle skips that.
 # --peers runs scripts/bench_peers.py instead: paddlec beside ONNX Runtime, PyTorch eager and
 # PaddlePaddle's static executor on the same networks, shapes and thread count (default 2), with
 # ratios, LeNet's peak training memory and the 5-epoch Adam MLP run; --busy N repeats the timed cases
@@ -17,10 +20,14 @@ MIN_TIME=2
 PEERS=0
 BUSY=0
 THREADS=2
+PADDLE=1
+PADDLE_VERSION=3.3.1
+VENV="${PADDLEC_BENCH_VENV:-$HOME/.cache/paddlec/bench-venv}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --device=*) DEVICE="${1#--device=}" ;;
     --quick) MIN_TIME=0.5 ;;
+    --no-paddle) PADDLE=0 ;;
     --peers) PEERS=1 ;;
     --busy=*) BUSY="${1#--busy=}" ;;
     --busy) BUSY="${2:?--busy needs a count}"; shift ;;
@@ -32,7 +39,6 @@ while [ $# -gt 0 ]; do
 done
 if [ "$BUSY" != 0 ] && [ "$PEERS" = 0 ]; then echo "error: --busy goes with --peers" >&2; exit 2; fi
 if [ "$PEERS" = 1 ]; then
-  VENV="${PADDLEC_BENCH_VENV:-$HOME/.cache/paddlec/bench-venv}"
   if ! "$VENV/bin/python" -c "import numpy, onnx, onnxruntime, torch, paddle" 2>/dev/null; then
     echo "== creating the benchmark-only virtualenv $VENV (numpy, onnx, onnxruntime, torch, paddlepaddle)"
     python3 -m venv "$VENV"
@@ -88,6 +94,38 @@ if [ "$DEVICE" != cpu ]; then
     done
   else
     echo "(no torch on this machine: no comparison)"
+  fi
+fi
+
+# Single ops of the model zoo, with PaddlePaddle's own time for the same shapes (same threads).
+DEPTHWISE_CASES=("--channels 256 --size 28 --stride 1" "--channels 32 --size 112 --stride 1")
+LSTM_CASES=("--seq 1 --input 256 --hidden 256" "--seq 32 --input 128 --hidden 256" "--seq 32 --input 128 --hidden 256 --layers 2")
+echo "== depthwise_conv2d (MobileNet-style 3x3 layer) and LSTM (rnn op, inference)"
+for c in "${DEPTHWISE_CASES[@]}"; do
+  for bs in 1 64; do "$B" depthwise $c --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
+done
+for c in "${LSTM_CASES[@]}"; do
+  for bs in 1 64; do "$B" lstm $c --batch "$bs" --device "$DEVICE" --min-time "$MIN_TIME"; done
+done
+if [ "$DEVICE" = cpu ] && [ "$PADDLE" = 1 ]; then
+  PY="$VENV/bin/python"
+  if ! "$PY" -c "import paddle" 2>/dev/null; then
+    echo "(installing paddlepaddle==$PADDLE_VERSION into the benchmark-only virtualenv $VENV for the comparison)"
+    { [ -x "$PY" ] || python3 -m venv "$VENV"; } && "$VENV/bin/pip" install -q --disable-pip-version-check \
+      "paddlepaddle==$PADDLE_VERSION" >/dev/null || echo "(pip failed: no PaddlePaddle comparison)"
+  fi
+  if "$PY" -c "import paddle" 2>/dev/null; then
+    echo "== PaddlePaddle $("$PY" -c 'import paddle; print(paddle.__version__)') (CPU, eager, no_grad), same shapes and $(nproc) threads"
+    for c in "${DEPTHWISE_CASES[@]}"; do
+      for bs in 1 64; do
+        OMP_NUM_THREADS=$(nproc) "$PY" scripts/bench_paddle.py depthwise $c --batch "$bs" --min-time "$MIN_TIME" 2>/dev/null
+      done
+    done
+    for c in "${LSTM_CASES[@]}"; do
+      for bs in 1 64; do
+        OMP_NUM_THREADS=$(nproc) "$PY" scripts/bench_paddle.py lstm $c --batch "$bs" --min-time "$MIN_TIME" 2>/dev/null
+      done
+    done
   fi
 fi
 

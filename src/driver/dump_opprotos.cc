@@ -140,8 +140,9 @@ std::string InteropMarkdown(const ops::OpRegistry& registry) {
   for (const ops::OpInfo* info : registry.All())
     if (ir::IsPaddleOp(info->type()) && !info->type().ends_with("_grad") && !mapped.count(info->type()))
       md += fmt::format("| `{}` | `{}` | - (legacy programs only) | yes |\n", info->type(), info->type());
-  md += "\npaddlec's own ops, which PaddlePaddle does not have (optimization passes write them; a `.pdmodel` "
-        "is written\nwithout them):\n\n";
+  md +=
+      "\npaddlec's own ops, which PaddlePaddle does not have (optimization passes write them; a `.pdmodel` "
+      "is written\nwithout them):\n\n";
   for (const ops::OpInfo* info : registry.All())
     if (!ir::IsPaddleOp(info->type())) md += fmt::format("- `{}`\n", info->type());
   return md;

@@ -59,20 +59,89 @@ TEST_CASE("A plan allocates nothing in the steady state and re-infers shapes on 
   CHECK(p[0] + p[1] + p[2] == doctest::Approx(1.0));
 }
 
-// fill_constant's ShapeTensor: Out's shape is the tensor's values, which change between runs while
-// its dims do not; the plan re-infers that step and the steps after it.
-constexpr char kShapeFromValues[] = R"pb(
-blocks {
-  idx: 0
-  parent_idx: -1
-  vars { name: "s" type { type: LOD_TENSOR lod_tensor { tensor { data_type: INT32 dims: 2 } } } }
-  ops { type: "fill_constant" inputs { parameter: "ShapeTensor" arguments: "s" } outputs { parameter: "Out" arguments: "f" }
-        attrs { name: "value" type: FLOAT f: 2 } }
-  ops { type: "relu" inputs { parameter: "X" arguments: "f" } outputs { parameter: "Out" arguments: "r" } }
-}
+constexpr char kResize[] = R"pb(
+  blocks {
+    idx: 0
+    parent_idx: -1
+    vars {
+      name: "x"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: 1 dims: 1 dims: 2 dims: 2 } }
+      }
+    }
+    vars {
+      name: "size"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: INT32 dims: 2 } }
+      }
+    }
+    ops {
+      type: "nearest_interp_v2"
+      inputs { parameter: "X" arguments: "x" }
+      inputs { parameter: "OutSize" arguments: "size" }
+      outputs { parameter: "Out" arguments: "y" }
+      attrs { name: "align_corners" type: BOOLEAN b: false }
+    }
+    ops {
+      type: "relu"
+      inputs { parameter: "X" arguments: "y" }
+      outputs { parameter: "Out" arguments: "z" }
+    }
+  }
 )pb";
 
-TEST_CASE("A shape that follows a tensor's values is inferred again on every run") {
+TEST_CASE("An op whose output size is an input's value resizes its output, and the ops after it follow") {
+  auto m = Compile(kResize);
+  auto exec = Executor::Create(Place::CPU(), {.num_threads = 1});
+  REQUIRE(exec.ok());
+  Scope scope;
+  auto& device = (*exec)->device();
+  REQUIRE(device.CopyFromHost(MakeTensor<float>({1, 1, 2, 2}, {1, -2, 3, -4}), scope.Var("x").tensor()).ok());
+  REQUIRE(device.CopyFromHost(MakeTensor<int32_t>({2}, {2, 3}), scope.Var("size").tensor()).ok());
+  auto plan = (*exec)->Prepare(m->main().global_block(), scope);
+  REQUIRE(plan.ok());
+  REQUIRE((*plan)->Run().ok());
+  CHECK(scope.Find("z")->tensor().dims() == Dims{1, 1, 2, 3});
+  CHECK(ToVector<float>(scope.Find("z")->tensor()) == std::vector<float>{1, 1, 0, 3, 3, 0});
+  // Same input shapes, new values: the plan's prepared shapes must not be reused.
+  REQUIRE(device.CopyFromHost(MakeTensor<int32_t>({2}, {1, 4}), scope.Var("size").tensor()).ok());
+  REQUIRE((*plan)->Run().ok());
+  CHECK(scope.Find("y")->tensor().dims() == Dims{1, 1, 1, 4});
+  CHECK(scope.Find("z")->tensor().dims() == Dims{1, 1, 1, 4});
+  CHECK(ToVector<float>(scope.Find("z")->tensor()) == std::vector<float>{1, 1, 0, 0});
+}
+
+// fill_constant's ShapeTensor (PaddlePaddle's RNN initial states): Out's shape is the tensor's values,
+// which change between runs while its dims do not; its kernel sizes Out (OutputDimsFromKernel) and the
+// plan prepares the steps after it again.
+constexpr char kShapeFromValues[] = R"pb(
+  blocks {
+    idx: 0
+    parent_idx: -1
+    vars {
+      name: "s"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: INT32 dims: 2 } }
+      }
+    }
+    ops {
+      type: "fill_constant"
+      inputs { parameter: "ShapeTensor" arguments: "s" }
+      outputs { parameter: "Out" arguments: "f" }
+      attrs { name: "value" type: FLOAT f: 2 }
+    }
+    ops {
+      type: "relu"
+      inputs { parameter: "X" arguments: "f" }
+      outputs { parameter: "Out" arguments: "r" }
+    }
+  }
+)pb";
+
+TEST_CASE("A shape tensor's new values resize fill_constant's output and the ops after it") {
   auto m = Compile(kShapeFromValues);
   // At compile time only the rank is known.
   auto f = ir::VarDims(*m->main().global_block().FindVar("r"));
@@ -100,7 +169,7 @@ TEST_CASE("A shape that follows a tensor's values is inferred again on every run
   REQUIRE((*exec)->device().CopyFromHost(MakeTensor<int32_t>({2}, {4, -1}), scope.Var("s").tensor()).ok());
   Status st = (*plan)->Run();
   REQUIRE_FALSE(st.ok());
-  CHECK(st.error().message() == "the shape tensor gives dimension -1 at index 1; fill_constant needs sizes >= 0");
+  CHECK(st.error().message() == "the shape tensors give [4, -1], with the negative size -1 at index 1");
   CHECK(st.error().location().op == 0);
 }
 

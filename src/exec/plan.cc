@@ -26,11 +26,10 @@ struct Plan::Step {
   std::unique_ptr<KernelContext> ctx;
   std::vector<int> inplace_outputs;  // positions in `vars` of outputs that are also inputs
   int first_output = 0;              // position in `vars` of the first output
-  // Ops without a shape function size their outputs themselves (feed, control flow): the dims
-  // they produced when the later steps were prepared.
+  // Ops whose kernel sizes their outputs (OpInfo::KernelSizesOutputs: feed, control flow, outputs
+  // sized by input values): the dims they produced when the later steps were prepared.
+  bool kernel_sized = false;
   std::vector<Dims> dynamic_dims;
-  // Its shape function read input values (InputInts): it is re-inferred before every run.
-  bool reads_values = false;
   int64_t calls = 0;
   double total_ms = 0;
 };
@@ -87,9 +86,8 @@ DType KernelDType(const ops::OpInfo& info, const ir::pb::OpDesc& op, const ir::B
 class RuntimeShapeContext final : public ops::InferShapeContext {
  public:
   RuntimeShapeContext(const ops::AttrReader& attrs, const ir::pb::OpDesc& desc,
-                      std::span<const KernelContext::SlotTensors> ins, std::span<const KernelContext::SlotTensors> outs,
-                      DeviceContext& device, runtime::Allocator& host)
-      : InferShapeContext(attrs), desc_(desc), ins_(ins), outs_(outs), device_(device), host_(host) {}
+                      std::span<const KernelContext::SlotTensors> ins, std::span<const KernelContext::SlotTensors> outs)
+      : InferShapeContext(attrs), desc_(desc), ins_(ins), outs_(outs) {}
 
   std::string_view op_type() const override { return desc_.type(); }
   int NumInputs(ops::InSlot s) const override {
@@ -108,26 +106,6 @@ class RuntimeShapeContext final : public ops::InferShapeContext {
   }
   std::string_view InputName(ops::InSlot s, int i) const override { return Name(desc_.inputs(), s.name, i); }
   std::string_view OutputName(ops::OutSlot s, int i) const override { return Name(desc_.outputs(), s.name, i); }
-  std::optional<std::vector<int64_t>> InputInts(ops::InSlot s, int i) const override {
-    Variable* v = In(s, i);
-    if (v == nullptr || !v->tensor().initialized()) return std::nullopt;
-    read_values_ = true;
-    const Tensor* t = &v->tensor();
-    Tensor host;
-    if (!t->place().is_cpu()) {  // a shape tensor on the device: a few bytes, copied once per run
-      if (!device_.CopyToHost(*t, host, host_).ok() || !device_.Synchronize().ok()) return std::nullopt;
-      t = &host;
-    }
-    std::vector<int64_t> out(static_cast<size_t>(t->numel()));
-    if (t->dtype() == DType::kInt32)
-      std::copy_n(t->data<int32_t>(), out.size(), out.begin());
-    else if (t->dtype() == DType::kInt64)
-      std::copy_n(t->data<int64_t>(), out.size(), out.begin());
-    else
-      return std::nullopt;
-    return out;
-  }
-  bool read_values() const { return read_values_; }
   void SetOutput(ops::OutSlot s, int i, const Dims& dims, DType dtype) override {
     if (i >= NumOutputs(s)) return;
     Variable* v = outs_[s.index][i];
@@ -144,9 +122,6 @@ class RuntimeShapeContext final : public ops::InferShapeContext {
   }
   const ir::pb::OpDesc& desc_;
   std::span<const KernelContext::SlotTensors> ins_, outs_;
-  DeviceContext& device_;
-  runtime::Allocator& host_;
-  mutable bool read_values_ = false;
 };
 
 bool HasValue(const Variable& v) { return v.tensor().initialized() || !v.list().empty(); }
@@ -167,7 +142,6 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
   plan->device_ = &device;
   plan->profile_ = options.profile;
   plan->use_graph_ = options.cuda_graph;
-  plan->host_ = runtime::CpuCachingAllocator::Create(size_t{1} << 20);
   plan->flush_denormals_ = options.flush_denormals;
   if (device.place().is_cpu()) plan->cpu_threads_ = static_cast<runtime::CpuContext&>(device).num_threads();
   // Control-flow ops run other blocks of the program through plans of their own, each over a child
@@ -201,6 +175,7 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
     step->info = info;
     step->desc = &op.desc();
     step->attrs = std::make_unique<ops::AttrReader>(op.desc(), info);
+    step->kernel_sized = info->KernelSizesOutputs(op.desc());
 
     // Bind variables slot by slot in proto order, so slot constants index them directly.
     std::vector<std::pair<int, int>> in_ranges, out_ranges;  // (offset, count) into vars
@@ -315,8 +290,12 @@ Status Plan::PrepareStep(int i) {
       return StepError(s, std::move(e));
     }
   }
-  bool dynamic = s.info->infer_shape() == nullptr;
-  if (!dynamic) PC_RETURN_IF_ERROR(InferStep(s));
+  bool dynamic = s.kernel_sized;
+  if (!dynamic) {
+    RuntimeShapeContext ctx(*s.attrs, *s.desc, s.in_slots, s.out_slots);
+    Status st = s.info->infer_shape()(ctx);
+    if (!st.ok()) return StepError(s, std::move(st).TakeError());
+  }
   for (int k = s.first_output; k < static_cast<int>(s.vars.size()); ++k) {
     Variable* v = s.vars[k];
     if (v == nullptr) continue;
@@ -335,31 +314,6 @@ Status Plan::PrepareStep(int i) {
   return Status::OK();
 }
 
-Status Plan::InferStep(Step& s) {
-  RuntimeShapeContext ctx(*s.attrs, *s.desc, s.in_slots, s.out_slots, *device_, *host_);
-  Status st = s.info->infer_shape()(ctx);
-  if (!st.ok()) return StepError(s, std::move(st).TakeError());
-  s.reads_values = ctx.read_values();
-  return Status::OK();
-}
-
-Status Plan::ReinferStep(int i) {
-  Step& s = *steps_[i];
-  std::vector<Dims> before;
-  for (int k = s.first_output; k < static_cast<int>(s.vars.size()); ++k)
-    before.push_back(s.vars[k] ? s.vars[k]->tensor().dims() : Dims());
-  PC_RETURN_IF_ERROR(InferStep(s));
-  for (int k = s.first_output, j = 0; k < static_cast<int>(s.vars.size()); ++k, ++j) {
-    if (s.vars[k] == nullptr || s.vars[k]->tensor().dims() == before[j]) continue;
-    // New values, new shapes: this step and everything after it are prepared again.
-    Unprepare(i);
-    PC_RETURN_IF_ERROR(PrepareStep(i));
-    prepared_ = i + 1;
-    break;
-  }
-  return Status::OK();
-}
-
 template <bool kProfile>
 Status Plan::RunSteps() {
   if (prepared_ > 0 && ExternalShapesChanged()) Unprepare(0);
@@ -369,13 +323,11 @@ Status Plan::RunSteps() {
     if (i >= prepared_) [[unlikely]] {
       PC_RETURN_IF_ERROR(PrepareStep(i));
       prepared_ = i + 1;
-      if (s.info->infer_shape() == nullptr) {
+      if (s.kernel_sized) {
         s.dynamic_dims.clear();
         for (int k = s.first_output; k < static_cast<int>(s.vars.size()); ++k)
           s.dynamic_dims.push_back(s.vars[k] ? s.vars[k]->tensor().dims() : Dims());
       }
-    } else if (s.reads_values) [[unlikely]] {
-      PC_RETURN_IF_ERROR(ReinferStep(i));
     }
     std::chrono::steady_clock::time_point t0;
     if constexpr (kProfile) t0 = std::chrono::steady_clock::now();
@@ -407,13 +359,6 @@ Status Plan::RunRecorded() {
   // Record only a step whose shapes and memory are settled: the first run after a change prepares
   // (allocates) and runs eagerly.
   if (prepared_ < static_cast<int>(steps_.size()) || ExternalShapesChanged()) return RunSteps<false>();
-  if (std::any_of(steps_.begin(), steps_.end(), [](const auto& s) { return s->reads_values; })) {
-    // A shape that follows input values is re-inferred on the host before every run, which a replayed
-    // graph would skip.
-    spdlog::warn("the step has shapes that depend on tensor values (shape tensors); running op by op");
-    use_graph_ = false;
-    return RunSteps<false>();
-  }
   PC_RETURN_IF_ERROR(device_->BeginCapture());
   Status recorded = RunSteps<false>();
   auto graph = device_->EndCapture();

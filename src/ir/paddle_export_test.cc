@@ -1,9 +1,9 @@
 // ExportForPaddle: what a .pdmodel needs for PaddlePaddle's loaders. The interop suite
 // (tools/python/tests/interop/test_reverse.py) runs the result in the real Paddle.
+#include "paddlec/ir/paddle_export.h"
+
 #include <doctest/doctest.h>
 #include <google/protobuf/text_format.h>
-
-#include "paddlec/ir/paddle_export.h"
 
 namespace paddlec::ir {
 namespace {
@@ -21,15 +21,29 @@ std::vector<std::string> Types(const pb::ProgramDesc& p) {
 }
 
 constexpr char kConvBn[] = R"pb(
-blocks {
-  idx: 0
-  parent_idx: -1
-  vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 dims: 8 dims: 8 } } } }
-  ops { type: "conv2d" inputs { parameter: "Input" arguments: "x" } inputs { parameter: "Filter" arguments: "w" }
-        outputs { parameter: "Output" arguments: "c" } }
-  ops { type: "batch_norm" inputs { parameter: "X" arguments: "c" } outputs { parameter: "Y" arguments: "y" }
-        outputs { parameter: "MeanOut" arguments: "m" } }
-}
+  blocks {
+    idx: 0
+    parent_idx: -1
+    vars {
+      name: "x"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 dims: 8 dims: 8 } }
+      }
+    }
+    ops {
+      type: "conv2d"
+      inputs { parameter: "Input" arguments: "x" }
+      inputs { parameter: "Filter" arguments: "w" }
+      outputs { parameter: "Output" arguments: "c" }
+    }
+    ops {
+      type: "batch_norm"
+      inputs { parameter: "X" arguments: "c" }
+      outputs { parameter: "Y" arguments: "y" }
+      outputs { parameter: "MeanOut" arguments: "m" }
+    }
+  }
 )pb";
 
 TEST_CASE("Feed and fetch ops are added for the signature, with their holders; ReserveSpace is bound") {
@@ -68,14 +82,14 @@ TEST_CASE("Feed and fetch ops are added for the signature, with their holders; R
 
 TEST_CASE("Ops PaddlePaddle does not have are refused, every one, with its position") {
   pb::ProgramDesc p = Parse(R"pb(
-blocks {
-  idx: 0
-  parent_idx: -1
-  ops { type: "fused_conv2d_bn_act" }
-  ops { type: "relu" }
-  ops { type: "my_op" }
-}
-)pb");
+    blocks {
+      idx: 0
+      parent_idx: -1
+      ops { type: "fused_conv2d_bn_act" }
+      ops { type: "relu" }
+      ops { type: "my_op" }
+    }
+  )pb");
   Status st = ExportForPaddle(p, {}, {});
   REQUIRE_FALSE(st.ok());
   std::string r = st.error().Render();

@@ -31,6 +31,18 @@ const KernelFactory* OpInfo::FindKernel(DeviceType device, DType dtype) const {
   return it == kernels_.end() ? nullptr : &it->second;
 }
 
+bool OpInfo::KernelSizesOutputs(const pb::OpDesc& op) const {
+  if (infer_shape_ == nullptr) return true;
+  if (!kernel_sizes_outputs_) return false;
+  if (kernel_sizes_outputs_when_bound_.empty()) return true;
+  for (int index : kernel_sizes_outputs_when_bound_)
+    for (const auto& slot : op.inputs())
+      if (slot.parameter() == proto_.inputs(index).name())
+        for (const auto& arg : slot.arguments())
+          if (!arg.empty() && arg != ir::kEmptyVarName) return true;
+  return false;
+}
+
 std::vector<std::pair<DeviceType, DType>> OpInfo::KernelKeys() const {
   std::vector<std::pair<DeviceType, DType>> out;
   for (const auto& [k, f] : kernels_) out.emplace_back(static_cast<DeviceType>(k.first), static_cast<DType>(k.second));
@@ -148,6 +160,12 @@ OpBuilder& OpBuilder::Grad() {
 
 OpBuilder& OpBuilder::Grad(GradMakerFn maker) {
   info_->grad_maker_ = std::move(maker);
+  return *this;
+}
+
+OpBuilder& OpBuilder::OutputDimsFromKernel(std::vector<InSlot> when_bound) {
+  info_->kernel_sizes_outputs_ = true;
+  for (InSlot slot : when_bound) info_->kernel_sizes_outputs_when_bound_.push_back(slot.index);
   return *this;
 }
 

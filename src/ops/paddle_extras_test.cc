@@ -54,28 +54,57 @@ TEST_CASE("Paddle's extra attributes are declared from one table, on ops and the
 // Attributes as Paddle 3.3 writes them on a legacy conv2d + elementwise_add (from a real
 // save_inference_model file), with LONGS where paddlec declares INTS.
 constexpr char kPaddleConv[] = R"pb(
-blocks {
-  idx: 0
-  parent_idx: -1
-  vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 dims: 8 dims: 8 } } } }
-  vars { name: "w" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 4 dims: 3 dims: 3 dims: 3 } } } persistable: true }
-  vars { name: "b" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 4 } } } persistable: true }
-  ops { type: "conv2d" inputs { parameter: "Input" arguments: "x" } inputs { parameter: "Filter" arguments: "w" }
-        outputs { parameter: "Output" arguments: "c" }
-        attrs { name: "strides" type: LONGS longs: 1 longs: 1 }
-        attrs { name: "paddings" type: INTS ints: 1 ints: 1 }
-        attrs { name: "use_onednn" type: BOOLEAN b: false }
-        attrs { name: "onednn_data_type" type: STRING s: "float32" }
-        attrs { name: "exhaustive_search" type: BOOLEAN b: false }
-        attrs { name: "force_fp32_output" type: BOOLEAN b: false }
-        attrs { name: "use_addto" type: BOOLEAN b: false }
-        attrs { name: "workspace_size_MB" type: INT i: 512 } }
-  ops { type: "elementwise_add" inputs { parameter: "X" arguments: "c" } inputs { parameter: "Y" arguments: "b" }
-        outputs { parameter: "Out" arguments: "y" }
-        attrs { name: "axis" type: INT i: 1 }
-        attrs { name: "Scale_x" type: FLOAT f: 1 } attrs { name: "Scale_y" type: FLOAT f: 1 }
-        attrs { name: "Scale_out" type: FLOAT f: 1 } }
-}
+  blocks {
+    idx: 0
+    parent_idx: -1
+    vars {
+      name: "x"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: -1 dims: 3 dims: 8 dims: 8 } }
+      }
+    }
+    vars {
+      name: "w"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: 4 dims: 3 dims: 3 dims: 3 } }
+      }
+      persistable: true
+    }
+    vars {
+      name: "b"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: FP32 dims: 4 } }
+      }
+      persistable: true
+    }
+    ops {
+      type: "conv2d"
+      inputs { parameter: "Input" arguments: "x" }
+      inputs { parameter: "Filter" arguments: "w" }
+      outputs { parameter: "Output" arguments: "c" }
+      attrs { name: "strides" type: LONGS longs: 1 longs: 1 }
+      attrs { name: "paddings" type: INTS ints: 1 ints: 1 }
+      attrs { name: "use_onednn" type: BOOLEAN b: false }
+      attrs { name: "onednn_data_type" type: STRING s: "float32" }
+      attrs { name: "exhaustive_search" type: BOOLEAN b: false }
+      attrs { name: "force_fp32_output" type: BOOLEAN b: false }
+      attrs { name: "use_addto" type: BOOLEAN b: false }
+      attrs { name: "workspace_size_MB" type: INT i: 512 }
+    }
+    ops {
+      type: "elementwise_add"
+      inputs { parameter: "X" arguments: "c" }
+      inputs { parameter: "Y" arguments: "b" }
+      outputs { parameter: "Out" arguments: "y" }
+      attrs { name: "axis" type: INT i: 1 }
+      attrs { name: "Scale_x" type: FLOAT f: 1 }
+      attrs { name: "Scale_y" type: FLOAT f: 1 }
+      attrs { name: "Scale_out" type: FLOAT f: 1 }
+    }
+  }
 )pb";
 
 TEST_CASE("A legacy program with Paddle's attributes validates; each attribute is stored in its declared width") {
@@ -91,13 +120,20 @@ TEST_CASE("An attribute set twice to one value is accepted once; to two values i
   // Paddle 3.3 writes reshape2's mkldnn_data_type and use_quantizer twice in its training programs.
   auto program = [](const std::string& second) {
     return std::string(R"pb(
-blocks {
-  idx: 0
-  parent_idx: -1
-  vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 6 } } } }
-  ops { type: "reshape2" inputs { parameter: "X" arguments: "x" } outputs { parameter: "Out" arguments: "y" }
-        attrs { name: "shape" type: INTS ints: 2 ints: 3 }
-        attrs { name: "use_quantizer" type: BOOLEAN b: false } attrs { name: "use_quantizer" type: BOOLEAN b: )pb") +
+             blocks { idx: 0 parent_idx: -1
+                      vars {
+                        name: "x"
+                        type {
+                          type: LOD_TENSOR
+                          lod_tensor { tensor { data_type: FP32 dims: 6 } }
+                        }
+                      }
+                      ops { type: "reshape2"
+                            inputs { parameter: "X" arguments: "x" }
+                            outputs { parameter: "Out" arguments: "y" }
+                            attrs { name: "shape" type: INTS ints: 2 ints: 3 }
+                            attrs { name: "use_quantizer" type: BOOLEAN b: false }
+                            attrs { name: "use_quantizer" type: BOOLEAN b:)pb") +
            second + " } }\n}\n";
   };
   auto m = CompileText(program("false"));
@@ -110,20 +146,50 @@ blocks {
 
 std::string BatchNormWithEpsilon(const std::string& epsilon_attr) {
   return R"pb(
-blocks {
-  idx: 0
-  parent_idx: -1
-  vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: -1 dims: 2 dims: 4 dims: 4 } } } }
-  vars { name: "s" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
-  vars { name: "m" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
-  vars { name: "v" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
-  ops { type: "batch_norm" inputs { parameter: "X" arguments: "x" } inputs { parameter: "Scale" arguments: "s" }
-        inputs { parameter: "Bias" arguments: "s" } inputs { parameter: "Mean" arguments: "m" }
-        inputs { parameter: "Variance" arguments: "v" } outputs { parameter: "Y" arguments: "y" }
-        outputs { parameter: "MeanOut" arguments: "m" } outputs { parameter: "VarianceOut" arguments: "v" }
-        attrs { name: "is_test" type: BOOLEAN b: true } )pb" +
-         epsilon_attr + R"pb( }
-}
+           blocks { idx: 0 parent_idx: -1
+                    vars {
+                      name: "x"
+                      type {
+                        type: LOD_TENSOR
+                        lod_tensor { tensor { data_type: FP32 dims: -1 dims: 2 dims: 4 dims: 4 } }
+                      }
+                    }
+                    vars {
+                      name: "s"
+                      type {
+                        type: LOD_TENSOR
+                        lod_tensor { tensor { data_type: FP32 dims: 2 } }
+                      }
+                      persistable: true
+                    }
+                    vars {
+                      name: "m"
+                      type {
+                        type: LOD_TENSOR
+                        lod_tensor { tensor { data_type: FP32 dims: 2 } }
+                      }
+                      persistable: true
+                    }
+                    vars {
+                      name: "v"
+                      type {
+                        type: LOD_TENSOR
+                        lod_tensor { tensor { data_type: FP32 dims: 2 } }
+                      }
+                      persistable: true
+                    }
+                    ops { type: "batch_norm"
+                          inputs { parameter: "X" arguments: "x" }
+                          inputs { parameter: "Scale" arguments: "s" }
+                          inputs { parameter: "Bias" arguments: "s" }
+                          inputs { parameter: "Mean" arguments: "m" }
+                          inputs { parameter: "Variance" arguments: "v" }
+                          outputs { parameter: "Y" arguments: "y" }
+                          outputs { parameter: "MeanOut" arguments: "m" }
+                          outputs { parameter: "VarianceOut" arguments: "v" }
+                          attrs { name: "is_test" type: BOOLEAN b: true })pb" +
+         epsilon_attr + R"pb(}
+                             }
 )pb";
 }
 
@@ -132,7 +198,8 @@ TEST_CASE("Float ranges are compared in the attribute's own precision") {
   // in float, as Paddle checks it, though above 0.001 as a double.
   CHECK(CompileText(BatchNormWithEpsilon(R"(attrs { name: "epsilon" type: FLOAT f: 0.001 })")).ok());
   // Written as a FLOAT64, it is still checked (and stored) as the declared FLOAT.
-  auto wide = CompileText(BatchNormWithEpsilon(R"(attrs { name: "epsilon" type: FLOAT64 float64: 0.0010000000474974513 })"));
+  auto wide =
+      CompileText(BatchNormWithEpsilon(R"(attrs { name: "epsilon" type: FLOAT64 float64: 0.0010000000474974513 })"));
   REQUIRE_MESSAGE(wide.ok(), (wide.ok() ? "" : wide.error().Render()));
   CHECK(FindAttr(OnlyOp(**wide), "epsilon")->type() == pb::FLOAT);
   // A value the float comparison puts outside the range still fails.
@@ -142,16 +209,34 @@ TEST_CASE("Float ranges are compared in the attribute's own precision") {
 
 TEST_CASE("scale accepts Paddle's empty BiasTensor slot and rejects a bound one") {
   constexpr char kScale[] = R"pb(
-blocks {
-  idx: 0
-  parent_idx: -1
-  vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 3 } } } }
-  vars { name: "t" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } }
-  ops { type: "scale" inputs { parameter: "X" arguments: "x" } inputs { parameter: "BiasTensor" %s }
-        inputs { parameter: "ScaleTensor" } outputs { parameter: "Out" arguments: "y" }
-        attrs { name: "scale" type: FLOAT f: 2 } attrs { name: "bias" type: FLOAT f: 1 } }
-}
-)pb";
+    blocks {
+      idx: 0
+      parent_idx: -1
+      vars {
+        name: "x"
+        type {
+          type: LOD_TENSOR
+          lod_tensor { tensor { data_type: FP32 dims: 3 } }
+        }
+      }
+      vars {
+        name: "t"
+        type {
+          type: LOD_TENSOR
+          lod_tensor { tensor { data_type: FP32 dims: 1 } }
+        }
+      }
+      ops {
+        type: "scale"
+        inputs { parameter: "X" arguments: "x" }
+        inputs { parameter: "BiasTensor" %s }
+        inputs { parameter: "ScaleTensor" }
+        outputs { parameter: "Out" arguments: "y" }
+        attrs { name: "scale" type: FLOAT f: 2 }
+        attrs { name: "bias" type: FLOAT f: 1 }
+      }
+    }
+  )pb";
   auto replace = [](std::string s, const std::string& with) { return s.replace(s.find("%s"), 2, with); };
   auto m = CompileText(replace(kScale, ""));
   REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.error().Render()));
@@ -165,24 +250,78 @@ blocks {
 TEST_CASE("adam accepts Paddle 3's amsgrad=false and empty Moment2Max; amsgrad=true is refused") {
   auto program = [](const std::string& amsgrad) {
     std::string s = R"pb(
-blocks {
-  idx: 0
-  parent_idx: -1
-  vars { name: "p" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
-  vars { name: "g" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } }
-  vars { name: "lr" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 } } } persistable: true }
-  vars { name: "m1" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
-  vars { name: "m2" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } persistable: true }
-  vars { name: "b1" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } persistable: true }
-  vars { name: "b2" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } persistable: true }
-  ops { type: "adam" inputs { parameter: "Param" arguments: "p" } inputs { parameter: "Grad" arguments: "g" }
-        inputs { parameter: "LearningRate" arguments: "lr" } inputs { parameter: "Moment1" arguments: "m1" }
-        inputs { parameter: "Moment2" arguments: "m2" } inputs { parameter: "Moment2Max" }
-        inputs { parameter: "Beta1Pow" arguments: "b1" } inputs { parameter: "Beta2Pow" arguments: "b2" }
-        outputs { parameter: "ParamOut" arguments: "p" } outputs { parameter: "Moment1Out" arguments: "m1" }
-        outputs { parameter: "Moment2Out" arguments: "m2" } outputs { parameter: "Moment2MaxOut" }
-        outputs { parameter: "Beta1PowOut" arguments: "b1" } outputs { parameter: "Beta2PowOut" arguments: "b2" }
-        attrs { name: "amsgrad" type: BOOLEAN b: )pb";
+      blocks { idx: 0 parent_idx: -1
+               vars {
+                 name: "p"
+                 type {
+                   type: LOD_TENSOR
+                   lod_tensor { tensor { data_type: FP32 dims: 2 } }
+                 }
+                 persistable: true
+               }
+               vars {
+                 name: "g"
+                 type {
+                   type: LOD_TENSOR
+                   lod_tensor { tensor { data_type: FP32 dims: 2 } }
+                 }
+               }
+               vars {
+                 name: "lr"
+                 type {
+                   type: LOD_TENSOR
+                   lod_tensor { tensor { data_type: FP32 } }
+                 }
+                 persistable: true
+               }
+               vars {
+                 name: "m1"
+                 type {
+                   type: LOD_TENSOR
+                   lod_tensor { tensor { data_type: FP32 dims: 2 } }
+                 }
+                 persistable: true
+               }
+               vars {
+                 name: "m2"
+                 type {
+                   type: LOD_TENSOR
+                   lod_tensor { tensor { data_type: FP32 dims: 2 } }
+                 }
+                 persistable: true
+               }
+               vars {
+                 name: "b1"
+                 type {
+                   type: LOD_TENSOR
+                   lod_tensor { tensor { data_type: FP32 dims: 1 } }
+                 }
+                 persistable: true
+               }
+               vars {
+                 name: "b2"
+                 type {
+                   type: LOD_TENSOR
+                   lod_tensor { tensor { data_type: FP32 dims: 1 } }
+                 }
+                 persistable: true
+               }
+               ops { type: "adam"
+                     inputs { parameter: "Param" arguments: "p" }
+                     inputs { parameter: "Grad" arguments: "g" }
+                     inputs { parameter: "LearningRate" arguments: "lr" }
+                     inputs { parameter: "Moment1" arguments: "m1" }
+                     inputs { parameter: "Moment2" arguments: "m2" }
+                     inputs { parameter: "Moment2Max" }
+                     inputs { parameter: "Beta1Pow" arguments: "b1" }
+                     inputs { parameter: "Beta2Pow" arguments: "b2" }
+                     outputs { parameter: "ParamOut" arguments: "p" }
+                     outputs { parameter: "Moment1Out" arguments: "m1" }
+                     outputs { parameter: "Moment2Out" arguments: "m2" }
+                     outputs { parameter: "Moment2MaxOut" }
+                     outputs { parameter: "Beta1PowOut" arguments: "b1" }
+                     outputs { parameter: "Beta2PowOut" arguments: "b2" }
+                     attrs { name: "amsgrad" type: BOOLEAN b:)pb";
     return s + amsgrad + " } }\n}\n";
   };
   auto m = CompileText(program("false"));

@@ -7,6 +7,10 @@
 //   paddlec_bench dispatch [--ops 1000]        a chain of `scale` ops on one element
 //   paddlec_bench resnet --batch B             one training step of a ResNet-20-style conv stack (32x32x3)
 //   paddlec_bench memory CONFIG --batch B      peak RSS of training steps above the idle process (MB)
+//   paddlec_bench depthwise --batch B [--channels C --size S --stride S]
+//                                              one 3x3 depthwise_conv2d (padding 1), MobileNet-style
+//   paddlec_bench lstm --batch B [--seq T --input I --hidden H --layers L]
+//                                              one rnn op (LSTM, inference) over a sequence
 // --opt-level N compiles with -ON (default: the pipelines without -O, as `paddlec` does by default).
 // Each prints one line: name, median ms over repetitions of at least --min-time seconds, and
 // GFLOP/s where the work is known.
@@ -36,6 +40,8 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::string mode, config;
   int64_t n = 1024, batch = 64, ops = 1000;
+  int64_t channels = 256, size = 28, stride = 1;            // depthwise
+  int64_t seq = 32, input = 128, hidden = 256, layers = 1;  // lstm
   int reps = 0;
   double min_time = 1.0;
   int threads = 0;
@@ -232,6 +238,89 @@ void Network(const Args& a, bool train, bool inference = false, double idle_mb =
                            name, a.batch, ms, a.batch / ms * 1e3);
 }
 
+/// Steady-state runs of a one-op program whose inputs are all fed with random values.
+double TimeProgram(const Args& a, const std::string& text, const std::vector<std::pair<std::string, Dims>>& feeds) {
+  auto m = CompileText(text, "validate,infer-shape");
+  auto exec = Must(exec::Executor::Create(Must(ParsePlace(a.device)), {.num_threads = a.threads, .seed = 1}));
+  runtime::Scope scope;
+  auto alloc = runtime::CpuCachingAllocator::Create();
+  for (const auto& [name, dims] : feeds)
+    Die(exec->device().CopyFromHost(Random(DType::kFloat32, dims, *alloc), scope.Var(name).tensor()));
+  auto plan = Must(exec->Prepare(m->main().global_block(), scope));
+  return MedianMs(
+      [&] {
+        Die(plan->Run());
+        Die(exec->device().Synchronize());
+      },
+      a.min_time);
+}
+
+std::string VarText(const std::string& name, const Dims& d) {
+  std::string dims;
+  for (int64_t x : d) dims += fmt::format(" dims: {}", x);
+  return fmt::format(
+      "  vars {{ name: \"{}\" type {{ type: LOD_TENSOR lod_tensor {{ tensor {{ data_type: FP32{} }} }} }} }}\n", name,
+      dims);
+}
+
+/// A MobileNet-style depthwise layer: 3x3, padding 1, one filter per channel.
+void Depthwise(const Args& a) {
+  const int64_t n = a.batch, c = a.channels, s = a.size, st = a.stride, out = (s + 2 - 3) / st + 1;
+  std::string text =
+      "blocks { idx: 0 parent_idx: -1\n" + VarText("x", {n, c, s, s}) + VarText("w", {c, 1, 3, 3}) +
+      fmt::format(
+          R"(  ops {{ type: "depthwise_conv2d" inputs {{ parameter: "Input" arguments: "x" }} )"
+          R"(inputs {{ parameter: "Filter" arguments: "w" }} outputs {{ parameter: "Output" arguments: "y" }} )"
+          R"(attrs {{ name: "groups" type: INT i: {0} }} attrs {{ name: "paddings" type: INTS ints: 1 ints: 1 }} )"
+          R"(attrs {{ name: "strides" type: INTS ints: {1} ints: {1} }} }})"
+          "\n}}\n",
+          c, st);
+  double ms = TimeProgram(a, text, {{"x", {n, c, s, s}}, {"w", {c, 1, 3, 3}}});
+  double flop = 2.0 * 9 * n * c * out * out, bytes = 4.0 * n * c * (s * s + out * out);
+  std::cout << fmt::format(
+      "depthwise_conv2d 3x3 c={:<4} {:>3}x{:<3} stride={} batch={:<4} {:9.3f} ms  {:7.1f} GFLOP/s  "
+      "{:6.1f} GB/s\n",
+      c, s, s, st, n, ms, flop / ms / 1e6, bytes / ms / 1e6);
+}
+
+/// An LSTM (the rnn op, inference) over a sequence: what one step and one sequence cost.
+void Lstm(const Args& a) {
+  const int64_t t = a.seq, n = a.batch, in = a.input, h = a.hidden, layers = a.layers;
+  std::string text = "blocks { idx: 0 parent_idx: -1\n" + VarText("x", {t, n, in}) + VarText("h0", {layers, n, h}) +
+                     VarText("c0", {layers, n, h});
+  std::vector<std::pair<std::string, Dims>> feeds = {{"x", {t, n, in}}, {"h0", {layers, n, h}}, {"c0", {layers, n, h}}};
+  std::string weights, biases;
+  for (int64_t l = 0; l < layers; ++l) {
+    for (auto [name, dims] : {std::pair{fmt::format("wih{}", l), Dims{4 * h, l == 0 ? in : h}},
+                              std::pair{fmt::format("whh{}", l), Dims{4 * h, h}}}) {
+      text += VarText(name, dims);
+      feeds.push_back({name, dims});
+      weights += fmt::format(" arguments: \"{}\"", name);
+    }
+    for (auto name : {fmt::format("bih{}", l), fmt::format("bhh{}", l)}) {
+      text += VarText(name, {4 * h});
+      feeds.push_back({name, {4 * h}});
+      biases += fmt::format(" arguments: \"{}\"", name);
+    }
+  }
+  text += fmt::format(
+      R"(  ops {{ type: "rnn" inputs {{ parameter: "Input" arguments: "x" }} )"
+      R"(inputs {{ parameter: "PreState" arguments: "h0" arguments: "c0" }} )"
+      R"(inputs {{ parameter: "WeightList"{0}{1} }} outputs {{ parameter: "Out" arguments: "y" }} )"
+      R"(outputs {{ parameter: "State" arguments: "hn" arguments: "cn" }} )"
+      R"(outputs {{ parameter: "Reserve" arguments: "reserve" }} attrs {{ name: "mode" type: STRING s: "LSTM" }} )"
+      R"(attrs {{ name: "input_size" type: INT i: {2} }} attrs {{ name: "hidden_size" type: INT i: {3} }} )"
+      R"(attrs {{ name: "num_layers" type: INT i: {4} }} attrs {{ name: "is_test" type: BOOLEAN b: true }} }})"
+      "\n}}\n",
+      weights, biases, in, h, layers);
+  double ms = TimeProgram(a, text, feeds);
+  double flop = 2.0 * t * n * 4 * h * (in + h + (layers - 1) * 2 * h);
+  std::cout << fmt::format(
+      "lstm T={:<3} batch={:<4} input={:<4} hidden={:<4} layers={} {:9.3f} ms  {:8.1f} us/step  "
+      "{:7.1f} GFLOP/s\n",
+      t, n, in, h, layers, ms, ms * 1e3 / t, flop / ms / 1e6);
+}
+
 void Dispatch(const Args& a) {
   std::string text = "blocks { idx: 0 parent_idx: -1\n"
                      "  vars { name: \"v0\" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } }\n";
@@ -259,9 +348,9 @@ int main(int argc, char** argv) {
   const double idle_mb = ResidentMb(false);  // libraries loaded, nothing built
   Args a;
   if (argc < 2) {
-    std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|resnet|memory|dispatch [CONFIG] [--n N] [--batch "
-                 "B] [--ops N] "
-                 "[--min-time S] [--threads T] [--device D] [--opt-level N]\n";
+    std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|resnet|memory|dispatch|depthwise|lstm [CONFIG] "
+                 "[--n N] [--batch B] [--ops N] [--channels C] [--size S] [--stride S] [--seq T] [--input I] "
+                 "[--hidden H] [--layers L] [--min-time S] [--threads T] [--device D] [--opt-level N]\n";
     return 2;
   }
   a.mode = argv[1];
@@ -277,6 +366,20 @@ int main(int argc, char** argv) {
     if (k == "--n") a.n = std::stoll(next());
     else if (k == "--batch") a.batch = std::stoll(next());
     else if (k == "--ops") a.ops = std::stoll(next());
+    else if (k == "--channels")
+      a.channels = std::stoll(next());
+    else if (k == "--size")
+      a.size = std::stoll(next());
+    else if (k == "--stride")
+      a.stride = std::stoll(next());
+    else if (k == "--seq")
+      a.seq = std::stoll(next());
+    else if (k == "--input")
+      a.input = std::stoll(next());
+    else if (k == "--hidden")
+      a.hidden = std::stoll(next());
+    else if (k == "--layers")
+      a.layers = std::stoll(next());
     else if (k == "--min-time") a.min_time = std::stod(next());
     else if (k == "--threads") a.threads = std::stoi(next());
     else if (k == "--device") a.device = next();
@@ -300,6 +403,10 @@ int main(int argc, char** argv) {
     Network(a, true);
   }
   else if (a.mode == "dispatch") Dispatch(a);
+  else if (a.mode == "depthwise")
+    Depthwise(a);
+  else if (a.mode == "lstm")
+    Lstm(a);
   else {
     std::cerr << "error: unknown mode " << a.mode << "\n";
     return 2;

@@ -99,7 +99,7 @@ struct RunOptions {
   bool inference = false;            // compile an uncompiled program with kInferencePipeline
   int opt_level = -1;                // -O0/-O1/-O2 for an uncompiled program (CompileOptions::opt_level)
   int steps = 1;
-  bool each_step = false;            // fetch after every step: one line (or one .npy row) per step
+  bool each_step = false;  // fetch after every step: one line (or one .npy row) per step
   bool profile = false;
   bool cuda_graph = false;           // replay the steady-state step as a CUDA graph (GPU)
   uint64_t seed = 0;

@@ -89,11 +89,6 @@ class Plan {
   };
   Plan() = default;
   Status PrepareStep(int i);
-  /// Runs step `s`'s shape function on the live tensors.
-  Status InferStep(Step& s);
-  /// Re-infers a prepared step whose shapes follow input values; prepares it and the steps after
-  /// it again when its output shapes moved.
-  Status ReinferStep(int i);
   /// Forgets the preparation of steps [i, end).
   void Unprepare(int i);
   bool ExternalShapesChanged() const;
@@ -112,7 +107,6 @@ class Plan {
   bool use_graph_ = false;
   std::unique_ptr<CapturedWork> graph_;
   std::unique_ptr<ops::SubBlockFactory> sub_blocks_;
-  std::shared_ptr<runtime::Allocator> host_;  // host copies of device shape tensors
   bool profile_ = false;
   int cpu_threads_ = 0;  // the CPU context's thread count, applied while Run runs; 0 off the CPU
   bool flush_denormals_ = true;

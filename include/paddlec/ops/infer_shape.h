@@ -4,9 +4,7 @@
 // dims known): it uses the unknown-aware helpers of core/dims.h and never asks which it is.
 #pragma once
 
-#include <optional>
 #include <string_view>
-#include <vector>
 
 #include "paddlec/core/dims.h"
 #include "paddlec/core/dtype.h"
@@ -30,11 +28,6 @@ class InferShapeContext {
   virtual Dims InputDims(InSlot s, int i = 0) const = 0;
   virtual DType InputDType(InSlot s, int i = 0) const = 0;
   virtual std::string_view InputName(InSlot s, int i = 0) const = 0;
-  /// The elements of an integer input (a shape tensor, or one entry of a shape-tensor list) when
-  /// they are known: at run time its contents, at compile time never. An op whose output shape
-  /// depends on input values (fill_constant's ShapeTensor) reads them here; the executor then
-  /// re-infers that op's shapes on every run, since the values can change while the dims do not.
-  virtual std::optional<std::vector<int64_t>> InputInts(InSlot, int = 0) const { return std::nullopt; }
   virtual std::string_view OutputName(OutSlot s, int i = 0) const = 0;
   /// Sets an output's shape and dtype; ignored when the slot or index is absent.
   virtual void SetOutput(OutSlot s, int i, const Dims& dims, DType dtype) = 0;

@@ -49,6 +49,14 @@ class KernelContext {
   Variable* InVar(InSlot s, int i = 0) const { return i < NumIn(s) ? inputs_[s.index][i] : nullptr; }
   Variable* OutVar(OutSlot s, int i = 0) const { return i < NumOut(s) ? outputs_[s.index][i] : nullptr; }
 
+  /// For kernels that size their outputs (OpBuilder::OutputDimsFromKernel): gives output `s` its
+  /// dtype and dims and memory for them (the current buffer is kept when it fits).
+  Status ResizeOut(OutSlot s, const Dims& dims, DType dtype, int i = 0) const {
+    Tensor& t = Out(s, i);
+    t.Set(dtype, dims);
+    return t.Allocate(device_->allocator());
+  }
+
   runtime::DeviceContext& device() const { return *device_; }
   template <class C>
   C& device_as() const {

@@ -69,6 +69,10 @@ class OpInfo {
   /// Input slot indices that gradients never flow into (labels, ids, shapes).
   const std::vector<int>& no_grad_inputs() const { return no_grad_inputs_; }
   const KernelDTypeRule& kernel_dtype_rule() const { return kernel_dtype_; }
+  /// True when the kernel of this op instance sets (and allocates) its outputs' run-time dims itself:
+  /// ops without a shape function, and ops declared with OpBuilder::OutputDimsFromKernel whose
+  /// instance binds one of the declared inputs.
+  bool KernelSizesOutputs(const pb::OpDesc& op) const;
 
   const KernelFactory* FindKernel(DeviceType device, DType dtype) const;
   /// (device, dtype) pairs that have a kernel, sorted.
@@ -85,6 +89,8 @@ class OpInfo {
   std::string forward_type_;
   std::vector<int> no_grad_inputs_;
   KernelDTypeRule kernel_dtype_;
+  bool kernel_sizes_outputs_ = false;
+  std::vector<int> kernel_sizes_outputs_when_bound_;  // input slot indices; empty = always
   std::map<std::pair<int, int>, KernelFactory> kernels_;
 };
 
@@ -126,6 +132,11 @@ class OpBuilder {
   OpBuilder& ExtraAttr();  // PaddlePaddle's "extra" (backend hints such as use_cudnn)
 
   OpBuilder& InferShape(InferShapeFn fn);
+  /// The op's run-time output dims depend on the values of input tensors (a size or padding tensor), or
+  /// on the device (a backend's workspace): the kernel sets its outputs' dims and allocates them
+  /// (KernelContext::ResizeOut) for every instance that binds one of `when_bound` (every instance when
+  /// empty). The shape function still gives the compile-time dims, -1 where a value decides.
+  OpBuilder& OutputDimsFromKernel(std::vector<InSlot> when_bound = {});
   /// Uses DefaultGradMaker (grad op `<type>_grad`, which must be registered with GradOf).
   OpBuilder& Grad();
   OpBuilder& Grad(GradMakerFn maker);

@@ -85,6 +85,24 @@ TEST_CASE("A Paddle 3.3 program: parameters, feed and fetch ops, constants folde
   CHECK(VarOf(p, "fetch_name_0")->type().lod_tensor().tensor().dims_size() == 2);
 }
 
+// rnn's dropout_state__non_persistable is a builtin.parameter with persistable = 0: it has no record in
+// the .pdiparams, so it must not be declared persistable (the params loader would expect one).
+TEST_CASE("A builtin.parameter flagged non-persistable is not declared persistable") {
+  auto bytes = ReadFile(Fixture("mlp_v4.json"));
+  REQUIRE(bytes.ok());
+  std::string text = *bytes;
+  const std::string weight =
+      R"("A":[0,1,1,"fc_0.b_0"],"DA":[],"O":{"%":1,"TT":{"#":"0.t_dtensor","D":[{"#":"0.t_f32"},[3],"NCHW",[],0]}},"OA":[1,0,1])";
+  size_t at = text.find(weight);
+  REQUIRE(at != std::string::npos);
+  text.replace(at + weight.size() - 7, 7, "[0,1,0]");
+  auto p = TranslatePirJson(text, "mlp_v4.json");
+  REQUIRE_MESSAGE(p.ok(), (p.ok() ? "" : p.error().Render()));
+  REQUIRE(VarOf(*p, "fc_0.b_0") != nullptr);
+  CHECK_FALSE(VarOf(*p, "fc_0.b_0")->persistable());
+  CHECK(VarOf(*p, "fc_0.w_0")->persistable());
+}
+
 TEST_CASE("Paddle 3.0's and 3.3's attribute widths translate to the same legacy attributes") {
   for (const char* file : {"pool_leaky_v1.json", "pool_leaky_v4.json"}) {
     CAPTURE(file);

@@ -469,7 +469,8 @@ class Translator {
     v.var = name->s;
     v.type = op.results[0].type;
     pb::VarDesc* var = Declare(v.var, v.type);
-    var->set_persistable(true);
+    // Weights are persistable; rnn's dropout_state__non_persistable is not, and has no .pdiparams record.
+    var->set_persistable(op.ResultFlag("persistable", 0, true));
     const Attr* is_param = op.FindAttr("is_parameter");
     var->set_is_parameter(is_param == nullptr || is_param->b);
     var->set_stop_gradient(op.ResultFlag("stop_gradient", 0, false));

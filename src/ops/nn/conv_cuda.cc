@@ -1,7 +1,11 @@
-// conv2d, conv2d_grad and fused_conv2d_bn_act on the GPU: cuDNN's legacy convolution API
-// (cudnnConvolutionForward / BackwardData / BackwardFilter) on NCHW tensors and OIHW filters.
+// conv2d, depthwise_conv2d, conv2d_transpose, their gradients and fused_conv2d_bn_act on the GPU:
+// cuDNN's legacy convolution API (cudnnConvolutionForward / BackwardData / BackwardFilter) on NCHW
+// tensors and OIHW filters. conv2d_transpose runs the convolution it transposes backwards (conv.cc):
+// forward = backward-data, input gradient = forward, filter gradient = backward-filter with the
+// roles of input and output gradient swapped.
 //
-// Geometry: conv.cc's (nn::ResolvePadding, then the floor output size). cuDNN pads symmetrically, so
+// Geometry: conv.cc's (nn::ConvGeometryOf / nn::ConvTransposeGeometryOf, on the attributes decoded once
+// into conv_slots.h's ConvAttrs). cuDNN pads symmetrically, so
 // an asymmetric padding (SAME with an odd total, or 4 unequal paddings) is applied to a zero-padded
 // copy of the input (PadPlanes) and cuDNN runs unpadded; the gradient of that copy is cropped back
 // (CropPlanes). Groups are cuDNN's group count; dilations are cuDNN's (both count the step).
@@ -29,51 +33,20 @@
 namespace paddlec::ops::nn {
 namespace {
 
-using namespace conv;  // NOLINT: the family's shared slots
+using namespace conv;  // NOLINT: the family's shared slots and attributes
 using runtime::cuda::CudaContext;
 
-struct ConvAttrs {
-  WindowAttrs window;
-  int groups = 1;
-  bool exhaustive = false;
-  size_t workspace_limit = 0;
-
-  static ConvAttrs Decode(const AttrReader& a) {
-    ConvAttrs c;
-    c.window.strides = a.Get<std::vector<int>>("strides");
-    c.window.paddings = a.Get<std::vector<int>>("paddings");
-    c.window.dilations = a.Get<std::vector<int>>("dilations");
-    c.window.algorithm = ParsePaddingAlgorithm(a.Get<std::string>("padding_algorithm"));
-    c.groups = a.Get<int>("groups");
-    // conv2d carries PaddlePaddle's cuDNN hints; fused_conv2d_bn_act does not (defaults: 512 MB, heuristics).
-    c.exhaustive = a.Has("exhaustive_search") && a.Get<bool>("exhaustive_search");
-    int mb = a.Has("workspace_size_MB") ? a.Get<int>("workspace_size_MB") : 512;
-    c.workspace_limit = static_cast<size_t>(mb > 0 ? mb : 512) << 20;
-    return c;
-  }
-};
-
 /// conv.cc's geometry of validated shapes (shape inference has reported any error).
-struct ConvGeometry {
-  int64_t n = 0, c = 0, o = 0, groups = 1;
-  Window2d w;
-  bool empty() const { return n == 0 || c == 0 || o == 0 || w.out[0] <= 0 || w.out[1] <= 0; }
-};
-
 ConvGeometry GeometryOf(const Dims& x, const Dims& f, const ConvAttrs& a) {
   ConvGeometry g;
-  g.groups = a.groups;
-  g.n = x[0];
-  g.c = x[1];
-  g.o = f[0];
-  for (int ax = 0; ax < 2; ++ax) {
-    g.w.in[ax] = x[2 + ax];
-    g.w.kernel[ax] = f[2 + ax];
-    g.w.stride[ax] = a.window.strides[ax];
-    g.w.dilation[ax] = a.window.dilations[ax];
-  }
-  ResolvePadding(a.window.paddings, a.window.algorithm, g.w);
-  ComputeOutputSize(g.w, /*ceil_mode=*/false);
+  Status st = ConvGeometryOf(x, f, a, g);
+  (void)st;
+  return g;
+}
+ConvGeometry TransposeGeometryOf(const Dims& x, const Dims& f, const ConvAttrs& a) {
+  ConvGeometry g;
+  Status st = ConvTransposeGeometryOf(x, f, a, g);
+  (void)st;
   return g;
 }
 
@@ -134,7 +107,9 @@ StatusOr<std::optional<Choice>> PickAlgorithm(const std::vector<Perf>& perf, boo
 template <class T>
 class CudnnConv {
  public:
-  explicit CudnnConv(const ConvAttrs& a) : exhaustive_(a.exhaustive), limit_(a.workspace_limit) {}
+  explicit CudnnConv(const ConvAttrs& a)
+      : exhaustive_(a.exhaustive_search),
+        limit_(static_cast<size_t>(a.workspace_size_mb > 0 ? a.workspace_size_mb : 512) << 20) {}
   ~CudnnConv() {
     if (x_desc_) cudnnDestroyTensorDescriptor(x_desc_);
     if (y_desc_) cudnnDestroyTensorDescriptor(y_desc_);
@@ -424,6 +399,58 @@ class ConvGradKernel final : public OpKernel {
   CudnnConv<T> conv_;
 };
 
+/// conv2d_transpose: Output = conv_backward_data(Filter, Input) of the transposed convolution g.
+template <class T>
+class ConvTransposeKernel final : public OpKernel {
+ public:
+  explicit ConvTransposeKernel(const KernelInit& init) : attrs_(ConvAttrs::Decode(init.attrs)), conv_(attrs_) {}
+
+  Status Run(KernelContext& ctx) override {
+    CudaContext& cc = cuda::Cuda(ctx);
+    const Tensor& x = ctx.In(kInput);
+    const Tensor& f = ctx.In(kFilter);
+    Tensor& out = ctx.Out(kOutput);
+    ConvGeometry g = TransposeGeometryOf(x.dims(), f.dims(), attrs_);
+    if (g.empty()) return ZeroFill(cc, &out);
+    PC_RETURN_IF_ERROR(conv_.Prepare(g));
+    return conv_.BackwardData(cc, f.data<T>(), x.data<T>(), out.data<T>());
+  }
+
+ private:
+  ConvAttrs attrs_;
+  CudnnConv<T> conv_;
+};
+
+/// conv2d_transpose_grad: Input@GRAD = conv(Output@GRAD, Filter); Filter@GRAD =
+/// conv_backward_filter(src = Output@GRAD, diff_dst = Input).
+template <class T>
+class ConvTransposeGradKernel final : public OpKernel {
+ public:
+  explicit ConvTransposeGradKernel(const KernelInit& init) : attrs_(ConvAttrs::Decode(init.attrs)), conv_(attrs_) {}
+
+  Status Run(KernelContext& ctx) override {
+    CudaContext& cc = cuda::Cuda(ctx);
+    const Tensor& x = ctx.In(kInput);
+    const Tensor& f = ctx.In(kFilter);
+    Tensor* dx = ctx.OutOpt(kDInput);
+    Tensor* df = ctx.OutOpt(kDFilter);
+    ConvGeometry g = TransposeGeometryOf(x.dims(), f.dims(), attrs_);
+    if (g.empty()) {
+      PC_RETURN_IF_ERROR(ZeroFill(cc, dx));
+      return ZeroFill(cc, df);
+    }
+    PC_RETURN_IF_ERROR(conv_.Prepare(g));
+    PC_ASSIGN_OR_RETURN(const T* dy, conv_.Input(cc, ctx.In(kDOutput).data<T>()));
+    if (dx != nullptr) PC_RETURN_IF_ERROR(conv_.Forward(cc, dy, f.data<T>(), dx->data<T>()));
+    if (df != nullptr) PC_RETURN_IF_ERROR(conv_.BackwardFilter(cc, dy, x.data<T>(), df->data<T>()));
+    return Status::OK();
+  }
+
+ private:
+  ConvAttrs attrs_;
+  CudnnConv<T> conv_;
+};
+
 /// conv2d + inference batch_norm (+ relu): the batch-norm affine map is folded into a filter and a
 /// bias on the device every run (FoldBatchNorm, O * C/g * KH * KW multiplies), the convolution runs
 /// on the folded filter, then one element-wise pass adds the bias and applies the relu.
@@ -497,6 +524,14 @@ KernelFactory ConvGradFactory() {
   return MakeKernelClass<ConvGradKernel<T>>();
 }
 template <class T>
+KernelFactory ConvTransposeFactory() {
+  return MakeKernelClass<ConvTransposeKernel<T>>();
+}
+template <class T>
+KernelFactory ConvTransposeGradFactory() {
+  return MakeKernelClass<ConvTransposeGradKernel<T>>();
+}
+template <class T>
 KernelFactory FusedConvFactory() {
   return MakeKernelClass<FusedConvKernel<T>>();
 }
@@ -506,6 +541,10 @@ KernelFactory FusedConvFactory() {
 Status RegisterConvCudaKernels(OpRegistry& r) {
   PC_CUDA_FLOAT_KERNELS(r, "conv2d", ConvFactory);
   PC_CUDA_FLOAT_KERNELS(r, "conv2d_grad", ConvGradFactory);
+  PC_CUDA_FLOAT_KERNELS(r, "depthwise_conv2d", ConvFactory);
+  PC_CUDA_FLOAT_KERNELS(r, "depthwise_conv2d_grad", ConvGradFactory);
+  PC_CUDA_FLOAT_KERNELS(r, "conv2d_transpose", ConvTransposeFactory);
+  PC_CUDA_FLOAT_KERNELS(r, "conv2d_transpose_grad", ConvTransposeGradFactory);
   PC_CUDA_FLOAT_KERNELS(r, "fused_conv2d_bn_act", FusedConvFactory);
   return Status::OK();
 }

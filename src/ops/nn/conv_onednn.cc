@@ -120,7 +120,8 @@ int ConvThreads(const ConvGeometry& g) {
 
 ConvLayouts DefaultConvLayouts(const ConvGeometry& g) {
   ConvLayouts l;
-  if (g.c_per_group() < 4) l.backward_data = ConvLayout::kPlain;
+  const bool depthwise = g.groups > 1 && g.c_per_group() == 1 && g.o_per_group() == 1;
+  if (g.c_per_group() < 4 && !depthwise) l.backward_data = ConvLayout::kPlain;
   return l;
 }
 

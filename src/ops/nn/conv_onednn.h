@@ -12,21 +12,11 @@
 #include <optional>
 #include <string>
 
-#include "nn/window.h"
+#include "nn/conv_slots.h"
 #include "paddlec/core/error.h"
 #include "paddlec/runtime/onednn.h"
 
 namespace paddlec::ops::nn {
-
-/// The sizes of one 2-D convolution. -1 marks dims unknown at compile time; kernels see known ones.
-struct ConvGeometry {
-  int64_t n = -1, c = -1, o = -1, groups = 1;
-  Window2d w;
-
-  int64_t c_per_group() const { return c / groups; }
-  int64_t o_per_group() const { return o / groups; }
-  bool operator==(const ConvGeometry&) const = default;
-};
 
 enum class ConvLayout {
   kPlain,    // NCHW / OIHW on the caller's buffers (oneDNN's gemm-based implementation)
@@ -41,7 +31,8 @@ struct ConvLayouts {
 };
 
 /// The measured rule: blocked everywhere, except backward-data with fewer than 4 input channels per
-/// group, where a blocked diff_src wastes most of each 16-channel block.
+/// group, where a blocked diff_src wastes most of each 16-channel block, unless the convolution is
+/// depthwise (oneDNN's depthwise kernels need the blocked layout; numbers in conv.cc).
 ConvLayouts DefaultConvLayouts(const ConvGeometry& g);
 
 /// A pooling of the convolution's result that runs while the result is still in oneDNN's layout (the

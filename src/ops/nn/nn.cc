@@ -1,4 +1,5 @@
-// The nn family: convolution, pooling, normalization, dropout and embedding ops (one concept file each).
+// The nn family: convolution, pooling, normalization, dropout, embedding, padding, resizing and recurrent
+// ops (one concept file each).
 #include "nn/nn.h"
 
 namespace paddlec::ops {
@@ -9,6 +10,9 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterNormOps(registry);
   RegisterDropoutOps(registry);
   RegisterEmbeddingOps(registry);
+  RegisterPadOps(registry);
+  RegisterInterpOps(registry);
+  RegisterRnnOps(registry);
 }
 
 }  // namespace paddlec::ops

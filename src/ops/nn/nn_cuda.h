@@ -1,5 +1,5 @@
-// Launchers of the nn family's CUDA kernels (conv.cu, pool.cu, norm.cu, dropout.cu, embedding.cu), in
-// plain types. Every launcher queues work on `s` and returns the launch error; none waits for the GPU.
+// Launchers of the nn family's CUDA kernels (conv.cu, pool.cu, norm.cu, dropout.cu, embedding.cu, pad.cu,
+// interp.cu), in plain types. Every launcher queues work on `s` and returns the launch error; none waits for the GPU.
 // Explicitly instantiated for float and double (T); id types I are int32_t and int64_t.
 #pragma once
 
@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nn/interp_index.h"
 #include "nn/nn_cuda_index.h"
+#include "nn/pad_index.h"
 
 namespace paddlec::ops::cuda {
 
@@ -129,5 +131,23 @@ template <class T, class I>
 cudaError_t EmbeddingBackward(const I* ids, const T* dout, T* dw, int64_t n, int64_t vocab, int64_t dim,
                               int64_t padding_idx, uint32_t* keys_pos, void* sort_scratch, size_t sort_scratch_bytes,
                               cudaStream_t s);
+
+// ---- pad.cu --------------------------------------------------------------------------------
+
+/// y[q] = pad_index.h's PadOutputAt for the n output elements (T: float, double, int32_t, int64_t).
+template <class T>
+cudaError_t PadForward(const nn::Pad3dShape& p, const T* x, T* y, int64_t n, cudaStream_t s);
+/// dx[q] = PadGradAt for the n input elements (T: float, double).
+template <class T>
+cudaError_t PadBackward(const nn::Pad3dShape& p, const T* dy, T* dx, int64_t n, cudaStream_t s);
+
+// ---- interp.cu -----------------------------------------------------------------------------
+
+/// y[q] = interp_index.h's InterpOutputAt for the n output elements.
+template <class T>
+cudaError_t InterpForward(const nn::InterpShape& s, const T* x, T* y, int64_t n, cudaStream_t st);
+/// dx[q] = InterpGradAt for the n input elements.
+template <class T>
+cudaError_t InterpBackward(const nn::InterpShape& s, const T* dy, T* dx, int64_t n, cudaStream_t st);
 
 }  // namespace paddlec::ops::cuda

@@ -8,11 +8,15 @@
 
 namespace paddlec::ops::nn {
 
-Status RegisterConvCudaKernels(OpRegistry& r);       // conv_cuda.cc: conv2d(_grad), fused_conv2d_bn_act
+Status RegisterConvCudaKernels(OpRegistry& r);       // conv_cuda.cc: conv2d, depthwise_conv2d, conv2d_transpose
+                                                     // (and their grads), fused_conv2d_bn_act
 Status RegisterPoolCudaKernels(OpRegistry& r);       // pool_cuda.cc: pool2d(_grad)
 Status RegisterNormCudaKernels(OpRegistry& r);       // norm_cuda.cc: batch_norm(_grad), layer_norm(_grad)
 Status RegisterDropoutCudaKernels(OpRegistry& r);    // dropout_cuda.cc: dropout(_grad)
 Status RegisterEmbeddingCudaKernels(OpRegistry& r);  // embedding_cuda.cc: lookup_table_v2(_grad)
+Status RegisterPadCudaKernels(OpRegistry& r);        // pad_cuda.cc: pad3d(_grad)
+Status RegisterInterpCudaKernels(OpRegistry& r);     // interp_cuda.cc: nearest/bilinear_interp_v2(_grad)
+Status RegisterRnnCudaKernels(OpRegistry& r);        // rnn_cuda.cc: rnn(_grad)
 
 /// Device scratch that a kernel object keeps between runs: grown (from the context's caching
 /// allocator) only when a run needs more than it holds, so the steady state allocates nothing.

@@ -8,7 +8,18 @@
 namespace paddlec::testing {
 namespace {
 
-const char* const kForwardOps[] = {"conv2d", "pool2d", "batch_norm", "layer_norm", "dropout", "lookup_table_v2"};
+const char* const kForwardOps[] = {"conv2d",
+                                   "depthwise_conv2d",
+                                   "conv2d_transpose",
+                                   "pool2d",
+                                   "batch_norm",
+                                   "layer_norm",
+                                   "dropout",
+                                   "lookup_table_v2",
+                                   "pad3d",
+                                   "nearest_interp_v2",
+                                   "bilinear_interp_v2",
+                                   "rnn"};
 
 TEST_CASE("nn ops are registered completely and consistently") {
   const ops::OpRegistry& r = ops::GlobalOpRegistry();
@@ -62,6 +73,12 @@ TEST_CASE("nn gradient makers skip ids, seeds and running statistics") {
   CHECK(GradOutputs(Desc("layer_norm", {"X"}, {"Y", "Mean", "Variance"})) == std::vector<std::string>{"X@GRAD"});
   CHECK(GradOutputs(Desc("conv2d", {"Input", "Filter"}, {"Output"})) ==
         std::vector<std::string>{"Filter@GRAD", "Input@GRAD"});
+  CHECK(GradOutputs(Desc("pad3d", {"X", "Paddings"}, {"Out"})) == std::vector<std::string>{"X@GRAD"});
+  CHECK(GradOutputs(Desc("bilinear_interp_v2", {"X", "OutSize", "Scale"}, {"Out"})) ==
+        std::vector<std::string>{"X@GRAD"});
+  CHECK(GradOutputs(Desc("rnn", {"Input", "PreState", "WeightList", "SequenceLength"},
+                         {"Out", "DropoutState", "State", "Reserve"})) ==
+        std::vector<std::string>{"Input@GRAD", "PreState@GRAD", "WeightList@GRAD"});
 }
 
 }  // namespace

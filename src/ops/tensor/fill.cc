@@ -6,8 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <optional>
 
+#include "common/host_values.h"
+#include "tensor/fill_slots.h"
 #include "tensor/tensor_internal.h"
 
 namespace paddlec::ops {
@@ -22,9 +23,9 @@ constexpr OutSlot kOut{0, "Out"};
 
 // ---- fill_constant --------------------------------------------------------------------------
 
-constexpr InSlot kValueTensor{0, "ValueTensor"};
-constexpr InSlot kShapeTensor{1, "ShapeTensor"};
-constexpr InSlot kShapeTensorList{2, "ShapeTensorList"};
+using fill::kShapeTensor;
+using fill::kShapeTensorList;
+using fill::kValueTensor;
 
 /// The fill value, kept both as a double and, when the text was an integer, as an exact int64 so that
 /// int64 values beyond 2^53 survive (PaddlePaddle passes those through `str_value`).
@@ -76,71 +77,59 @@ bool FitsIn(const FillValue& v) {
   }
 }
 
-/// Checks that shape input `slot` #i is an integer tensor of `rank` <= 1 (a 1-D shape, or one 0-D / [1]
-/// entry of a shape list).
-Status CheckShapeInput(InferShapeContext& ctx, InSlot slot, int i, bool entry) {
+/// A shape input is int32 or int64 (ValuesAs would convert a float one, which Paddle rejects).
+Status CheckShapeDType(const InferShapeContext& ctx, InSlot slot, int i) {
   DType t = ctx.InputDType(slot, i);
   if (t != DType::kInt32 && t != DType::kInt64 && t != DType::kUndefined)
     return ctx.Fail("{} '{}' has dtype {}; a shape tensor is int32 or int64", slot.name, ctx.InputName(slot, i),
                     DTypeName(t));
-  Dims d = ctx.InputDims(slot, i);
-  if (entry ? !(d.rank() == 0 || (d.rank() == 1 && (d[0] == 1 || d[0] < 0))) : d.rank() != 1)
-    return ctx.Fail("{} '{}' has shape {}; expected {}", slot.name, ctx.InputName(slot, i), d.ToString(),
-                    entry ? "one element ([] or [1])" : "a 1-D tensor");
   return Status::OK();
 }
 
-/// Out's shape: from ShapeTensor (a 1-D tensor), else ShapeTensorList (one-element tensors), else the
-/// `shape` attribute, as PaddlePaddle gives them precedence. A tensor's values are known at run time
-/// only; until then its dims are unknown (-1), or those of `shape` where PaddlePaddle writes both (an
-/// LSTM's initial state: ShapeTensorList [4, batch, 24] with shape [4, -1, 24]).
-StatusOr<Dims> FillShape(InferShapeContext& ctx) {
-  auto attr = ctx.Attr<std::vector<int64_t>>("shape");
-  std::vector<std::optional<int64_t>> dims;
+/// The compile-time dims when shape tensors are bound: their values are known at run time only, so
+/// the sizes are the attribute's where it gives one (PaddlePaddle writes -1 for the others).
+StatusOr<Dims> ValuedFillDims(const InferShapeContext& ctx, const std::vector<int64_t>& shape) {
+  // ShapeTensor takes precedence over ShapeTensorList, as in PaddlePaddle (and in ShapeValues).
+  int rank = -1;
   if (ctx.HasInput(kShapeTensor)) {
-    PC_RETURN_IF_ERROR(CheckShapeInput(ctx, kShapeTensor, 0, false));
-    if (auto v = ctx.InputInts(kShapeTensor)) {
-      dims.assign(v->begin(), v->end());
-    } else {
-      int64_t rank = ctx.InputDims(kShapeTensor)[0];
-      if (rank < 0 && attr.empty())
-        return ctx.Fail("ShapeTensor '{}' has an unknown length, so Out's rank is unknown",
-                        ctx.InputName(kShapeTensor));
-      dims.resize(rank < 0 ? attr.size() : static_cast<size_t>(rank));
-    }
-  } else if (ctx.HasInput(kShapeTensorList)) {
-    for (int i = 0; i < ctx.NumInputs(kShapeTensorList); ++i) {
-      PC_RETURN_IF_ERROR(CheckShapeInput(ctx, kShapeTensorList, i, true));
-      auto v = ctx.InputInts(kShapeTensorList, i);
-      dims.push_back(v && v->size() == 1 ? std::optional<int64_t>((*v)[0]) : std::nullopt);
-    }
+    PC_RETURN_IF_ERROR(CheckShapeDType(ctx, kShapeTensor, 0));
+    Dims d = ctx.InputDims(kShapeTensor);
+    if (d.rank() != 1) return ctx.Fail("ShapeTensor has shape {} but must be 1-D", d.ToString());
+    rank = d[0] >= 0 ? static_cast<int>(d[0]) : static_cast<int>(shape.size());
+    if (d[0] < 0 && shape.empty())
+      return ctx.Fail("ShapeTensor has shape {}: the rank of Out is unknown (give `shape` with -1 sizes)",
+                      d.ToString());
   } else {
-    PC_ASSIGN_OR_RETURN(Dims d, Dims::FromRange(attr.begin(), attr.end()));
-    for (int i = 0; i < d.rank(); ++i)
-      if (d[i] < 0)
-        return ctx.Fail("shape {} has negative dimension {} at index {}: fill_constant needs a fully known shape",
-                        d.ToString(), d[i], i);
-    return d;
-  }
-  if (dims.size() > static_cast<size_t>(kMaxRank))
-    return ctx.Fail("the shape tensor gives Out rank {}, above the maximum of {}", dims.size(), kMaxRank);
-  Dims out;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (!dims[i]) {
-      out.push_back(dims.size() == attr.size() && attr[i] >= 0 ? attr[i] : -1);
-    } else if (*dims[i] < 0) {
-      return ctx.Fail("the shape tensor{} gives dimension {} at index {}; fill_constant needs sizes >= 0",
-                      ctx.HasInput(kShapeTensor) ? "" : " list", *dims[i], i);
-    } else {
-      out.push_back(*dims[i]);
+    rank = ctx.NumInputs(kShapeTensorList);
+    for (int i = 0; i < rank; ++i) {
+      PC_RETURN_IF_ERROR(CheckShapeDType(ctx, kShapeTensorList, i));
+      // One size per tensor: PaddlePaddle writes them 0-D (a slice of a shape) or [1].
+      Dims d = ctx.InputDims(kShapeTensorList, i);
+      if (!(d.rank() == 0 || (d.rank() == 1 && (d[0] == 1 || d[0] < 0))))
+        return ctx.Fail("ShapeTensorList '{}' has shape {}; expected one element ([] or [1])",
+                        ctx.InputName(kShapeTensorList, i), d.ToString());
     }
   }
-  return out;
+  if (rank > kMaxRank) return ctx.Fail("the shape tensors give {} dimensions, above the maximum {}", rank, kMaxRank);
+  Dims dims = Dims::Filled(rank, kUnknownDim);
+  if (static_cast<int>(shape.size()) == rank)
+    for (int i = 0; i < rank; ++i) dims[i] = shape[i] >= 0 ? shape[i] : kUnknownDim;
+  return dims;
 }
 
 Status InferFillConstant(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kValueTensor, "value"));
-  PC_ASSIGN_OR_RETURN(Dims dims, FillShape(ctx));
+  auto shape = ctx.Attr<std::vector<int64_t>>("shape");
+  Dims dims;
+  if (ctx.HasInput(kShapeTensor) || ctx.HasInput(kShapeTensorList)) {
+    PC_ASSIGN_OR_RETURN(dims, ValuedFillDims(ctx, shape));
+  } else {
+    PC_ASSIGN_OR_RETURN(dims, Dims::FromRange(shape.begin(), shape.end()));
+    for (int i = 0; i < dims.rank(); ++i)
+      if (dims[i] < 0)
+        return ctx.Fail("shape {} has negative dimension {} at index {}: fill_constant needs a fully known shape",
+                        dims.ToString(), dims[i], i);
+  }
   int dtype_attr = ctx.Attr<int>("dtype");
   PC_ASSIGN_OR_RETURN(DType dtype, DTypeFromProto(dtype_attr));
   PC_ASSIGN_OR_RETURN(FillValue v, ParseFillValue(ctx.attrs()));
@@ -161,8 +150,27 @@ struct FillConstantAttrs {
   }
 };
 
+/// The shape tensors' values: ShapeTensor's elements, or the one element of each ShapeTensorList
+/// tensor; empty when neither is bound.
+StatusOr<std::vector<int64_t>> ShapeValues(const KernelContext& ctx) {
+  std::vector<int64_t> values;
+  if (const Tensor* t = ctx.InOpt(kShapeTensor)) return HostValues<int64_t>(*t, "ShapeTensor");
+  for (int i = 0; i < ctx.NumIn(kShapeTensorList); ++i) {
+    PC_ASSIGN_OR_RETURN(std::vector<int64_t> one, HostValues<int64_t>(ctx.In(kShapeTensorList, i), "ShapeTensorList"));
+    if (one.size() != 1)
+      return MakeError(ErrorCode::kShape, "ShapeTensorList {} has {} values but must hold one", i, one.size());
+    values.push_back(one[0]);
+  }
+  return values;
+}
+
 template <class T>
 Status FillConstantCpu(KernelContext& ctx, const FillConstantAttrs& a) {
+  if (ctx.InOpt(kShapeTensor) != nullptr || ctx.NumIn(kShapeTensorList) > 0) {
+    PC_ASSIGN_OR_RETURN(std::vector<int64_t> values, ShapeValues(ctx));
+    PC_ASSIGN_OR_RETURN(Dims dims, fill::DimsFromShapeValues(values));
+    PC_RETURN_IF_ERROR(ctx.ResizeOut(kOut, dims, DTypeOf<T>()));
+  }
   Tensor& out = ctx.Out(kOut);
   T v = a.value.As<T>();
   T* p = out.data<T>();
@@ -267,6 +275,7 @@ void RegisterFillOps(OpRegistry& r) {
       .Attr("place_type", -1, "PaddlePaddle's place override; ignored.")
       .ExtraAttr()
       .InferShape(InferFillConstant)
+      .OutputDimsFromKernel({kShapeTensor, kShapeTensorList})
       .KernelDTypeFromAttr("dtype")
       .NoGradient();
   ForEachDType([&]<class T>() { fill.Kernel(DeviceType::kCPU, DTypeOf<T>(), MakeKernel(FillConstantCpu<T>)); });

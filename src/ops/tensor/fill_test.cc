@@ -69,9 +69,26 @@ TEST_CASE("fill_constant str_value overrides value, exactly for large int64") {
   CHECK(ToVector<double>(inf.Out("Out"))[0] == -INFINITY);
 }
 
+// PaddlePaddle builds an RNN's zero initial state this way: the batch size is a value of the graph.
+TEST_CASE("fill_constant takes its shape from ShapeTensor or ShapeTensorList values at run time") {
+  OpTest t("fill_constant");
+  t.Input("ShapeTensor", MakeTensor<int64_t>({3}, {2, 1, 3})).Attr("value", 1.5f).Output("Out");
+  REQUIRE_OK(t.Run());
+  CHECK(t.CompiledDims("Out") == Dims{-1, -1, -1});
+  t.ExpectOutput("Out", FullTensor<float>({2, 1, 3}, 1.5f));
+
+  OpTest list("fill_constant");
+  list.Inputs("ShapeTensorList",
+              {MakeTensor<int32_t>({1}, {4}), MakeTensor<int64_t>({1}, {2}), MakeTensor<int32_t>({1}, {3})});
+  list.Attr("shape", std::vector<int64_t>{4, -1, 3}).Attr("dtype", 3).Attr("str_value", "7").Output("Out");
+  REQUIRE_OK(list.Run());
+  CHECK(list.CompiledDims("Out") == Dims{4, -1, 3});
+  list.ExpectOutput("Out", FullTensor<int64_t>({4, 2, 3}, 7));
+}
+
 // PaddlePaddle's LSTM/GRU programs size the initial state by the batch: fill_constant with a
 // ShapeTensorList of 0-D int32 tensors (one from shape + slice) and `shape` [4, -1, 24].
-TEST_CASE("fill_constant takes Out's shape from ShapeTensor or ShapeTensorList") {
+TEST_CASE("fill_constant's shape tensors: 0-D and [1] entries, int32 and int64, zero sizes, precedence") {
   OpTest list("fill_constant");
   list.Inputs("ShapeTensorList",
               {MakeTensor<int32_t>({}, {4}), MakeTensor<int32_t>({}, {2}), MakeTensor<int32_t>({}, {3})})
@@ -100,6 +117,14 @@ TEST_CASE("fill_constant takes Out's shape from ShapeTensor or ShapeTensorList")
     CHECK(t.CompiledDims("Out") == Dims{-1, -1, -1});
     CHECK(t.Out("Out").dims() == (wide ? Dims{2, 0, 5} : Dims{2, 1, 5}));
   }
+
+  OpTest both("fill_constant");  // ShapeTensor wins over ShapeTensorList, as in PaddlePaddle
+  both.Input("ShapeTensor", MakeTensor<int32_t>({2}, {1, 2}))
+      .Inputs("ShapeTensorList", {MakeTensor<int32_t>({}, {5})})
+      .Output("Out");
+  REQUIRE_OK(both.Run());
+  CHECK(both.CompiledDims("Out") == Dims{-1, -1});
+  CHECK(both.Out("Out").dims() == Dims{1, 2});
 }
 
 TEST_CASE("fill_constant errors") {
@@ -108,21 +133,21 @@ TEST_CASE("fill_constant errors") {
   CHECK(CompileError(neg) ==
         "shape [2, -1] has negative dimension -1 at index 1: fill_constant needs a fully known shape");
 
+  OpTest tensor_shape("fill_constant");
+  tensor_shape.Input("ShapeTensor", MakeTensor<int32_t>({2, 1}, {2, 3})).Output("Out");
+  CHECK(CompileError(tensor_shape) == "ShapeTensor has shape [2, 1] but must be 1-D");
+  OpTest negative("fill_constant");
+  negative.Input("ShapeTensor", MakeTensor<int32_t>({2}, {2, -3})).Output("Out");
+  Status st = negative.Run();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "the shape tensors give [2, -3], with the negative size -3 at index 1");
   OpTest float_shape("fill_constant");
   float_shape.Input("ShapeTensor", MakeTensor<float>({2}, {2, 3})).Output("Out");
   CHECK(CompileError(float_shape) == "ShapeTensor 'ShapeTensor' has dtype float32; a shape tensor is int32 or int64");
-  OpTest matrix_shape("fill_constant");
-  matrix_shape.Input("ShapeTensor", MakeTensor<int32_t>({1, 2}, {2, 3})).Output("Out");
-  CHECK(CompileError(matrix_shape) == "ShapeTensor 'ShapeTensor' has shape [1, 2]; expected a 1-D tensor");
   OpTest wide_entry("fill_constant");
   wide_entry.Inputs("ShapeTensorList", {MakeTensor<int64_t>({2}, {2, 3})}).Output("Out");
   CHECK(CompileError(wide_entry) ==
         "ShapeTensorList 'ShapeTensorList' has shape [2]; expected one element ([] or [1])");
-  OpTest negative("fill_constant");
-  negative.Input("ShapeTensor", MakeTensor<int64_t>({2}, {2, -3})).Output("Out");
-  Status st = negative.Run();
-  REQUIRE_FALSE(st.ok());
-  CHECK(st.error().message() == "the shape tensor gives dimension -3 at index 1; fill_constant needs sizes >= 0");
   OpTest tensor_value("fill_constant");
   tensor_value.Input("ValueTensor", MakeTensor<float>({1}, {2})).Output("Out");
   CHECK(CompileError(tensor_value) ==

@@ -15,6 +15,7 @@
 
 #include "common/cuda_host.h"
 #include "tensor/arg_max_slots.h"
+#include "tensor/fill_slots.h"
 
 namespace paddlec::ops {
 
@@ -83,11 +84,24 @@ FillValue ParseFillValue(const AttrReader& a) {
   return v;
 }
 
+/// True when the op instance binds a shape tensor (fill_slots.h): its values size Out.
+bool BindsShapeTensors(const KernelInit& init) {
+  for (const auto& slot : init.attrs.op().inputs())
+    if ((slot.parameter() == fill::kShapeTensor.name || slot.parameter() == fill::kShapeTensorList.name) &&
+        slot.arguments_size() > 0)
+      return true;
+  return false;
+}
+
 template <class T>
 class FillConstantGpu final : public OpKernel {
  public:
-  explicit FillConstantGpu(const KernelInit& init) : value_(ParseFillValue(init.attrs).As<T>()) {}
+  explicit FillConstantGpu(const KernelInit& init)
+      : value_(ParseFillValue(init.attrs).As<T>()), shape_tensors_(BindsShapeTensors(init)) {}
+  // Shape tensors are copied to the host every run.
+  bool Replayable() const override { return !shape_tensors_; }
   Status Run(KernelContext& ctx) override {
+    if (shape_tensors_) PC_RETURN_IF_ERROR(ResizeFromShapeTensors(ctx));
     Tensor& out = ctx.Out(kOut);
     const T zero{};
     if (std::memcmp(&value_, &zero, sizeof(T)) == 0)  // all-zero bytes (not -0.0): a memset
@@ -96,7 +110,27 @@ class FillConstantGpu final : public OpKernel {
   }
 
  private:
+  /// Out's dims from ShapeTensor's elements, or the one element of each ShapeTensorList tensor.
+  Status ResizeFromShapeTensors(KernelContext& ctx) {
+    std::vector<int64_t> values;
+    if (const Tensor* t = ctx.InOpt(fill::kShapeTensor)) {
+      PC_ASSIGN_OR_RETURN(values, cuda::DeviceValues<int64_t>(cuda::Cuda(ctx), *t, "ShapeTensor"));
+    } else {
+      for (int i = 0; i < ctx.NumIn(fill::kShapeTensorList); ++i) {
+        PC_ASSIGN_OR_RETURN(
+            std::vector<int64_t> one,
+            cuda::DeviceValues<int64_t>(cuda::Cuda(ctx), ctx.In(fill::kShapeTensorList, i), "ShapeTensorList"));
+        if (one.size() != 1)
+          return MakeError(ErrorCode::kShape, "ShapeTensorList {} has {} values but must hold one", i, one.size());
+        values.push_back(one[0]);
+      }
+    }
+    PC_ASSIGN_OR_RETURN(Dims dims, fill::DimsFromShapeValues(values));
+    return ctx.ResizeOut(kOut, dims, DTypeOf<T>());
+  }
+
   T value_;
+  bool shape_tensors_;
 };
 
 Status FillZerosGpu(KernelContext& ctx) {

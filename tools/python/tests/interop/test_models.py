@@ -13,20 +13,9 @@ import paddlec
 
 from interop_report import record
 
-OPS_B = "ops-b"
-# Models whose legacy program needs an op paddlec does not register yet. They fail loudly (strict
-# xfail) once the op lands; the op's engineer removes the mark.
-NEEDS = {
-    "mobilenet_v1": [("depthwise_conv2d", OPS_B)],
-    "mobilenet_v2": [("depthwise_conv2d", OPS_B)],
-    "mobilenet_v3_small": [("depthwise_conv2d", OPS_B)],
-    "mobilenet_v3_large": [("depthwise_conv2d", OPS_B)],
-    "shufflenet_v2_x0_25": [("depthwise_conv2d", OPS_B)],
-    "shufflenet_v2_swish": [("depthwise_conv2d", OPS_B)],
-    "lstm": [("rnn", OPS_B)],
-    "gru": [("rnn", OPS_B)],
-    "simple_rnn": [("rnn", OPS_B)],
-}
+# Models whose legacy program needs an op paddlec does not register yet, as {model: [(op, engineer)]}.
+# They fail loudly (strict xfail) once the op lands; the op's engineer removes the mark.
+NEEDS = {}
 MODELS = ["mlp", "lenet", "alexnet", "vgg11", "resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2",
           "densenet121", "googlenet", "inception_v3", "squeezenet1_0", "squeezenet1_1", "mobilenet_v1",
           "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "shufflenet_v2_x0_25",
