@@ -6,8 +6,19 @@
 #include <unordered_set>
 
 #include "paddlec/ir/op_role.h"
+#include "paddlec/ops/op_registry.h"
 
 namespace paddlec::passes {
+namespace {
+
+bool IntermediateSlot(const ops::OpInfo* info, std::string_view slot) {
+  if (info == nullptr) return false;
+  for (const auto& o : info->proto().outputs())
+    if (o.name() == slot) return o.intermediate();
+  return false;
+}
+
+}  // namespace
 
 void ComputeSignature(ir::Module& module) {
   auto& compiled = module.compiled();
@@ -60,14 +71,19 @@ void ComputeSignature(ir::Module& module) {
     if (fetches.empty()) {
       const NameSet read = names(true);
       NameSet seen;
+      const ops::OpRegistry& registry = ops::GlobalOpRegistry();
       for (const auto& op : block.desc().ops())
-        for (const auto& s : op.outputs())
+        for (const auto& s : op.outputs()) {
+          // An intermediate output (batch_norm's SavedMean) is a by-product, not a result: PaddlePaddle
+          // does not compute it in inference mode, so it is no model output.
+          if (IntermediateSlot(registry.Find(op.type()), s.parameter())) continue;
           for (const auto& a : s.arguments()) {
             const auto* v = block.FindVar(a);
             if (v == nullptr || v->persistable() || !ir::IsTensorVar(*v) || read.count(a)) continue;
             if (a.find("@GRAD") != std::string::npos) continue;
             if (seen.insert(a).second) fetches.push_back(a);
           }
+        }
     }
     for (const auto& f : fetches) compiled.add_fetch_targets(f);
   }
