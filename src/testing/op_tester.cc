@@ -284,6 +284,12 @@ Status OpTest::Compile() {
   return Status::OK();
 }
 
+std::string CompileError(OpTest& t) {
+  Status st = t.Compile();
+  REQUIRE_FALSE(st.ok());
+  return st.error().message();
+}
+
 Status OpTest::Run() {
   PC_RETURN_IF_ERROR(Compile());
   std::map<std::string, Tensor> feeds;

@@ -119,4 +119,7 @@ class OpTest {
   std::vector<ops::pb::OpDesc::Attr> attrs_;
 };
 
+/// The message of the error compiling `t` gives; fails the test case when it compiles.
+std::string CompileError(OpTest& t);
+
 }  // namespace paddlec::testing

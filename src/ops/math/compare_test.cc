@@ -8,12 +8,6 @@
 namespace paddlec::testing {
 namespace {
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 /// Element i of `t` broadcast NumPy-style to `out` (t aligned to out's trailing axes).
 double At(const std::vector<double>& v, const Dims& d, const Dims& out, int64_t flat) {
   int64_t src = 0, stride = 1;

@@ -7,6 +7,7 @@
 // (ReduceSpans: parallel and deterministic).
 #include <cstring>
 
+#include "common/data_dtypes.h"
 #include "math/broadcast.h"
 #include "math/expand_slots.h"
 #include "paddlec/ops/op_registry.h"
@@ -132,19 +133,6 @@ class BroadcastGradKernel final : public OpKernel {
   math::StridedLoop<2> loop_;
   std::vector<T> scratch_;  // per-thread partial sums
 };
-
-/// Every dtype the data-movement kernels serve.
-template <class F>
-void ForEachDType(F&& f) {
-  f.template operator()<bool>();
-  f.template operator()<int8_t>();
-  f.template operator()<uint8_t>();
-  f.template operator()<int16_t>();
-  f.template operator()<int32_t>();
-  f.template operator()<int64_t>();
-  f.template operator()<float>();
-  f.template operator()<double>();
-}
 
 template <bool kTile>
 void RegisterBroadcast(OpRegistry& r) {

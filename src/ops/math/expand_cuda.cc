@@ -1,6 +1,7 @@
 // expand_v2 and tile and their gradients on the GPU: expand_slots.h's broadcast views turned once
 // per shape into the index descriptions of expand.cu's copy and reduce.cu's deterministic sum.
 // Built into libpaddlec_cuda.so only.
+#include "common/data_dtypes.h"
 #include "math/expand_slots.h"
 #include "math/math_cuda_host.h"
 
@@ -61,18 +62,6 @@ class BroadcastGradCuda final : public OpKernel {
   cuda::ReducePlan plan_;
   DeviceScratch scratch_;
 };
-
-template <class F>
-void ForEachDType(F&& f) {
-  f.template operator()<bool>();
-  f.template operator()<int8_t>();
-  f.template operator()<uint8_t>();
-  f.template operator()<int16_t>();
-  f.template operator()<int32_t>();
-  f.template operator()<int64_t>();
-  f.template operator()<float>();
-  f.template operator()<double>();
-}
 
 template <bool kTile>
 Status RegisterBroadcast(OpRegistry& r) {

@@ -5,12 +5,6 @@
 namespace paddlec::testing {
 namespace {
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 /// Out[i] = X[i mod X's dims], X aligned to Out's trailing axes (a tile when `modulo`, else X's
 /// size-1 axes repeat).
 Tensor RefRepeat(const Tensor& x, const Dims& out) {

@@ -134,12 +134,6 @@ TEST_CASE("conv2d keeps an unknown batch at compile time") {
   CHECK(same.CompiledDims("Output") == Dims{-1, 4, -1, 4});
 }
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 TEST_CASE("conv2d shape errors name the slots and shapes") {
   auto make = [](OpTest& t, Dims x, Dims f) {
     t.Input("Input", RandomTensor(DType::kFloat32, x, 1)).Input("Filter", RandomTensor(DType::kFloat32, f, 2));

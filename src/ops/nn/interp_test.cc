@@ -241,12 +241,6 @@ TEST_CASE("interpolation's per-element bodies of the CUDA kernels match the CPU 
   }
 }
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 TEST_CASE("interpolation shape errors name the sizes") {
   {
     OpTest t(kBilinear);

@@ -216,12 +216,6 @@ TEST_CASE("pad3d's per-element bodies of the CUDA kernels match the CPU kernels"
   }
 }
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 TEST_CASE("pad3d shape errors name the axis, the pads and the shape") {
   {
     OpTest t("pad3d");

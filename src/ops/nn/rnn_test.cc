@@ -300,12 +300,6 @@ TEST_CASE("rnn dropout between layers: reproducible masks, inverted scaling, non
   t.CheckGrad({.inputs = {"Input", "PreState", "WeightList"}, .output = "Out", .eps = 1e-6, .tol = {1e-7, 1e-5}});
 }
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 TEST_CASE("rnn shape errors name the slot, the cell and the shapes") {
   RnnCase c{"LSTM", 2, true, false};
   {

@@ -4,12 +4,6 @@
 namespace paddlec::testing {
 namespace {
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 /// Naive concat along `axis` in double, converted back to the inputs' dtype.
 Tensor RefConcat(const std::vector<Tensor>& xs, int axis) {
   Dims d = xs[0].dims();

@@ -10,12 +10,6 @@ namespace {
 // VarType numbers of every element type the family serves.
 constexpr int kDTypeNumbers[] = {0, 1, 2, 3, 5, 6, 20, 21};
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 TEST_CASE("fill_constant defaults: a float32 0-D zero") {
   OpTest t("fill_constant");
   t.Output("Out");

@@ -10,6 +10,7 @@
 // forward of the same step checked the same indices). Built into libpaddlec_cuda.so only.
 #include <climits>
 
+#include "common/data_dtypes.h"
 #include "nn/nn_cuda.h"
 #include "nn/nn_cuda_host.h"
 #include "tensor/index_slots.h"
@@ -172,18 +173,6 @@ class GatherGradCuda final : public OpKernel {
   GatherAttrs attrs_;
   nn::DeviceScratch keys_pos_, sort_;
 };
-
-template <class F>
-void ForEachDType(F&& f) {
-  f.template operator()<bool>();
-  f.template operator()<int8_t>();
-  f.template operator()<uint8_t>();
-  f.template operator()<int16_t>();
-  f.template operator()<int32_t>();
-  f.template operator()<int64_t>();
-  f.template operator()<float>();
-  f.template operator()<double>();
-}
 
 }  // namespace
 

@@ -5,12 +5,6 @@
 namespace paddlec::testing {
 namespace {
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 /// Naive slice: Out[i] = In[start + i] over the box, as doubles.
 Tensor RefSlice(const Tensor& in, const Dims& start, const Dims& len, const Dims& out_dims) {
   const Dims& d = in.dims();

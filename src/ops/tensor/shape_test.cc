@@ -8,12 +8,6 @@
 namespace paddlec::testing {
 namespace {
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 /// The same elements with other dims (what reshape and flatten must produce).
 Tensor WithDims(const Tensor& x, const Dims& d) {
   Tensor y = Cast(x, x.dtype());

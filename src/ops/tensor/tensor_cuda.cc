@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/cuda_host.h"
+#include "common/data_dtypes.h"
 #include "tensor/arg_max_slots.h"
 #include "tensor/fill_slots.h"
 
@@ -25,19 +26,6 @@ namespace {
 
 namespace ti = tensor_index;
 static_assert(ti::kMaxRank == kMaxRank, "tensor_index.h's kMaxRank must equal paddlec's");
-
-/// The element types the CPU's data-movement kernels serve (tensor_internal::ForEachDType).
-template <class F>
-void ForEachDType(F&& f) {
-  f.template operator()<bool>();
-  f.template operator()<int8_t>();
-  f.template operator()<uint8_t>();
-  f.template operator()<int16_t>();
-  f.template operator()<int32_t>();
-  f.template operator()<int64_t>();
-  f.template operator()<float>();
-  f.template operator()<double>();
-}
 
 /// dst = src (n bytes) on the stream; nothing when they coincide (in-place outputs).
 Status CopyAsync(KernelContext& ctx, void* dst, const void* src, size_t n, const char* what) {

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/cpu_kernels.h"
+#include "common/data_dtypes.h"
 #include "paddlec/ir/program.h"
 #include "paddlec/ops/op_registry.h"
 
@@ -19,6 +20,9 @@ void RegisterIndexOps(OpRegistry& r);
 
 namespace tensor_internal {
 
+using ops::ForEachDType;
+using ops::SupportedDTypeNumbers;
+
 /// Bytes per thread below which a copy stays on one thread (a copy is memory-bound: splitting small
 /// ones only adds fork/join cost).
 inline constexpr int64_t kCopyGrainBytes = int64_t{1} << 18;
@@ -30,25 +34,6 @@ inline void CopyBytes(void* dst, const void* src, size_t n) {
   ParallelFor(static_cast<int64_t>(n), kCopyGrainBytes, [&](int64_t b, int64_t e) {
     std::memcpy(static_cast<char*>(dst) + b, static_cast<const char*>(src) + b, static_cast<size_t>(e - b));
   });
-}
-
-/// Calls f.template operator()<T>() for every element type data-movement kernels serve.
-template <class F>
-void ForEachDType(F&& f) {
-  f.template operator()<bool>();
-  f.template operator()<int8_t>();
-  f.template operator()<uint8_t>();
-  f.template operator()<int16_t>();
-  f.template operator()<int32_t>();
-  f.template operator()<int64_t>();
-  f.template operator()<float>();
-  f.template operator()<double>();
-}
-
-/// The VarType numbers of the element types ForEachDType covers (for `dtype`-like attributes).
-inline const std::vector<int64_t>& SupportedDTypeNumbers() {
-  static const std::vector<int64_t> v = {0, 1, 2, 3, 5, 6, 20, 21};
-  return v;
 }
 
 /// "float32 (5)" for messages about dtype attributes.

@@ -8,12 +8,6 @@
 namespace paddlec::testing {
 namespace {
 
-std::string CompileError(OpTest& t) {
-  Status st = t.Compile();
-  REQUIRE_FALSE(st.ok());
-  return st.error().message();
-}
-
 struct TopK {
   Tensor values, indices;
 };
