@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Regenerates the generated parts of docs/ from the build, or checks that they are current.
 
-    scripts/gen_docs.py            # docs/ops.md and docs/passes.md from build/paddlec
+    scripts/gen_docs.py            # docs/ops.md, docs/passes.md and docs/paddle_ops.md from build/paddlec
     scripts/gen_docs.py --images   # also docs/images/ (a program graph and training curves)
     scripts/gen_docs.py --check    # exit 1, naming the stale files, when they differ (a test runs this)
 
-docs/ops.md is `paddlec dump-opprotos --format=md` (the operator reference, from the registry) and
-docs/passes.md `paddlec list-passes --format=md` (from passes.def). The images need Graphviz's `dot`
+docs/ops.md is `paddlec dump-opprotos --format=md` (the operator reference, from the registry),
+docs/passes.md `paddlec list-passes --format=md` (from passes.def) and docs/paddle_ops.md
+`paddlec dump-opprotos --format=paddle-md` (PaddlePaddle's ops by legacy and PIR name, from the
+registry and the PIR translation table; the README links it). The images need Graphviz's `dot`
 and the .venv's matplotlib (scripts/setup.sh installs both).
 """
 import argparse
@@ -24,7 +26,8 @@ COMMAND = "scripts/gen_docs.py"
 def generated(paddlec):
     """{path relative to the root: text} for every generated document."""
     run = lambda *args: subprocess.run([paddlec, *args], check=True, capture_output=True, text=True).stdout
-    return {"docs/ops.md": run("dump-opprotos", "--format=md"), "docs/passes.md": run("list-passes", "--format=md")}
+    return {"docs/ops.md": run("dump-opprotos", "--format=md"), "docs/passes.md": run("list-passes", "--format=md"),
+            "docs/paddle_ops.md": run("dump-opprotos", "--format=paddle-md")}
 
 
 def images(paddlec, python):

@@ -58,8 +58,8 @@ set_tests_properties(setup_deps_test setup_deps_catches_e95c800 PROPERTIES LABEL
 # in CMakeCache.txt, where the setup check sees it.
 find_program(PADDLEC_DOT_EXECUTABLE dot)
 
-# The generated docs (docs/ops.md, docs/passes.md) must match the registry and passes.def; the failure
-# names the one command that regenerates them (scripts/gen_docs.py).
+# The generated docs (docs/ops.md, docs/passes.md, docs/paddle_ops.md) must match the registry, passes.def
+# and the PIR translation table; the failure names the one command that regenerates them (scripts/gen_docs.py).
 add_test(NAME docs_test
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/scripts/gen_docs.py --check --paddlec $<TARGET_FILE:paddlec>
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})

@@ -6,6 +6,7 @@
 
 #include "paddlec/core/file.h"
 #include "paddlec/driver/driver.h"
+#include "paddlec/ir/paddle_export.h"
 #include "paddlec/ir/printer.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
@@ -81,9 +82,14 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
 
   // A bare ProgramDesc is for PaddlePaddle, which has no fused_conv2d_bn_act and would not know
   // the variables -O2 renamed: optimized programs stay paddlec's own.
-  const bool for_paddle =
-      options.emit.empty() ? FileExtension(options.output) == ".pdmodel" : options.emit == "program";
-  if (for_paddle && options.opt_level > 0)
+  std::string emit = options.emit;
+  if (emit.empty())
+    emit = FileExtension(options.output) == ".dot" ? "dot"
+           : ir::IsBareProgramPath(options.output) ? "program"
+                                                   : "compiled";
+  if (emit != "program" && emit != "compiled" && emit != "dot")
+    return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled', 'program' or 'dot', not '{}'", emit);
+  if (emit == "program" && options.opt_level > 0)
     return MakeError(ErrorCode::kInvalidArgument,
                      "-O{} writes paddlec's fused ops and shared buffers, which PaddlePaddle cannot run, so it "
                      "cannot be combined with a .pdmodel (--emit=program) output",
@@ -97,20 +103,25 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
   pm_options.stop_after = options.stop_after;
   passes::PassManager pm(pm_options);
   PC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> module, ir::LoadModule(options.input, in_format));
-  if (!options.startup.empty()) {
-    PC_ASSIGN_OR_RETURN(ir::pb::ProgramDesc startup, ir::LoadProgramDesc(options.startup));
-    *module->compiled().mutable_startup_program() = std::move(startup);
-    ir::SourceMap main_source = module->main().source_map();
-    paddlec::proto::CompiledProgram compiled = std::move(module->compiled());
-    PC_ASSIGN_OR_RETURN(module, ir::Module::Create(std::move(compiled), std::move(main_source)));
-  }
+  if (!options.startup.empty()) PC_RETURN_IF_ERROR(AttachStartup(module, options.startup));
   CompileOptions effective = options;
-  if (options.train && options.loss.empty()) {
+  if (options.train && HasTrainingOps(*module)) {
+    // PaddlePaddle's training programs carry their backward and optimizer ops: they are kept.
+    spdlog::info("{} already holds backward and optimizer ops; --train appends none", options.input);
+    effective.train = false;
+  }
+  if (effective.train && options.loss.empty()) {
     if (!module->compiled().loss().empty()) {
       effective.loss = module->compiled().loss();
     } else {
       PC_ASSIGN_OR_RETURN(effective.loss, GuessLoss(*module));
     }
+  }
+  // A bare program is for PaddlePaddle, which has none of paddlec's fused ops: --inference writes
+  // it unfused.
+  if (emit == "program" && options.inference && !options.train) {
+    effective.inference = false;
+    effective.passes = kInferencePipelineUnfused;
   }
   if (!options.pipeline_file.empty()) PC_RETURN_IF_ERROR(pm.AddPipelineFile(options.pipeline_file));
   else PC_RETURN_IF_ERROR(pm.AddPipeline(CompilePipeline(effective)));
@@ -123,21 +134,19 @@ Status RunCompile(const CompileOptions& options, std::ostream& out) {
   auto t_passes = std::chrono::steady_clock::now();
 
   if (options.print_shapes) out << ir::FormatShapes(module->main());
-  std::string emit = options.emit;
-  if (emit.empty())
-    emit = FileExtension(options.output) == ".dot" ? "dot"
-           : ir::IsBareProgramPath(options.output) ? "program"
-                                                   : "compiled";
-  if (emit != "program" && emit != "compiled" && emit != "dot")
-    return MakeError(ErrorCode::kInvalidArgument, "--emit must be 'compiled', 'program' or 'dot', not '{}'", emit);
   std::string bytes;
   if (emit == "dot") {
     bytes = ir::FormatDot(module->main());
+  } else if (emit == "program" && !options.output.empty()) {
+    // The bare program, as PaddlePaddle's loaders take it: feed and fetch ops for the signature.
+    ir::pb::ProgramDesc for_paddle = module->compiled().main_program();
+    std::vector<std::string> feeds,
+        fetches(module->compiled().fetch_targets().begin(), module->compiled().fetch_targets().end());
+    for (const auto& f : module->compiled().feed_targets()) feeds.push_back(f.name());
+    PC_RETURN_IF_ERROR(ir::ExportForPaddle(for_paddle, feeds, fetches));
+    PC_ASSIGN_OR_RETURN(bytes, ir::Serialize(for_paddle, out_format));
   } else if (!options.output.empty()) {
-    const google::protobuf::Message& result =
-        emit == "program" ? static_cast<const google::protobuf::Message&>(module->compiled().main_program())
-                          : module->compiled();
-    PC_ASSIGN_OR_RETURN(bytes, ir::Serialize(result, out_format));
+    PC_ASSIGN_OR_RETURN(bytes, ir::Serialize(module->compiled(), out_format));
   }
   // A graph goes to stdout unless -o names a file.
   if (options.output == "-" || (emit == "dot" && options.output.empty())) {

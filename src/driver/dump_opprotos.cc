@@ -1,8 +1,10 @@
 // `paddlec dump-opprotos`: the registry as JSON, textproto or Markdown.
 #include <ostream>
+#include <set>
 
 #include "paddlec.pb.h"
 #include "paddlec/driver/driver.h"
+#include "paddlec/ir/paddle_export.h"
 #include "paddlec/ir/pir_json.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
@@ -116,11 +118,33 @@ std::string Markdown(const paddlec::proto::OpRegistryDump& dump) {
 
 /// The PaddlePaddle interop table: every op the PIR translator maps, the legacy op it becomes
 /// (paddlec's ops carry PaddlePaddle's legacy names) and whether it is registered here.
+/// docs/paddle_ops.md: every PaddlePaddle op paddlec reads, by its legacy name and its PIR name(s),
+/// with whether the registry has it; then paddlec's own ops, which a .pdmodel never holds.
 std::string InteropMarkdown(const ops::OpRegistry& registry) {
-  std::string md = "| paddlec op | PaddlePaddle legacy op | PaddlePaddle 3 PIR op | supported |\n|---|---|---|---|\n";
-  for (const auto& m : ir::PirOpMappings())
-    md += fmt::format("| `{}` | `{}` | `{}` | {} |\n", m.legacy_type, m.legacy_type, m.pir_name,
-                      registry.Find(m.legacy_type) != nullptr ? "yes" : "no");
+  std::string md =
+      "# PaddlePaddle ops in paddlec\n\n"
+      "Generated from the op registry and the PIR translation table by `paddlec dump-opprotos --format=paddle-md`;\n"
+      "do not edit (scripts/gen_docs.py regenerates it, and a test fails when it is stale).\n\n"
+      "A legacy program (`.pdmodel`) names an op by its legacy name, a Paddle 3 PIR program (`.json`) by its\n"
+      "`pd_op` name, which paddlec translates to the legacy op. \"no\" marks an op the translation knows that\n"
+      "paddlec has no kernel for yet: a program holding it fails before anything runs, naming it.\n\n"
+      "| paddlec op | PaddlePaddle legacy op | PaddlePaddle 3 PIR op | supported |\n|---|---|---|---|\n";
+  auto has = [&](const std::string& op) { return registry.Find(op) != nullptr; };
+  std::set<std::string> mapped;
+  for (const auto& m : ir::PirOpMappings()) {
+    mapped.insert(m.legacy_type);
+    md += fmt::format("| {} | `{}` | `{}` | {} |\n", has(m.legacy_type) ? "`" + m.legacy_type + "`" : "-",
+                      m.legacy_type, m.pir_name, has(m.legacy_type) ? "yes" : "no");
+  }
+  // Ops of Paddle's legacy programs that no PIR program becomes (fc, mul, lookup_table, ...).
+  for (const ops::OpInfo* info : registry.All())
+    if (ir::IsPaddleOp(info->type()) && !info->type().ends_with("_grad") && !mapped.count(info->type()))
+      md += fmt::format("| `{}` | `{}` | - (legacy programs only) | yes |\n", info->type(), info->type());
+  md +=
+      "\npaddlec's own ops, which PaddlePaddle does not have (optimization passes write them; a `.pdmodel` "
+      "is written\nwithout them):\n\n";
+  for (const ops::OpInfo* info : registry.All())
+    if (!ir::IsPaddleOp(info->type())) md += fmt::format("- `{}`\n", info->type());
   return md;
 }
 

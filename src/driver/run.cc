@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <ostream>
@@ -49,6 +50,26 @@ std::string Summary(const std::string& name, const runtime::Tensor& t) {
   if (!st.ok()) values = "?";
   if (t.numel() > n) values += ", ...";
   return fmt::format("{}  {}  {}  [{}]", name, DTypeName(t.dtype()), t.dims().ToString(), values);
+}
+
+/// The tensors of every step, stacked along a new first axis ([steps, ...]); they must agree in
+/// dtype and shape.
+StatusOr<runtime::Tensor> Stack(const std::vector<runtime::Tensor>& steps, runtime::Allocator& alloc) {
+  const runtime::Tensor& first = steps.front();
+  Dims dims = first.dims();
+  if (dims.rank() == kMaxRank) return MakeError(ErrorCode::kShape, "cannot stack tensors of rank {}", dims.rank());
+  dims.insert(0, static_cast<int64_t>(steps.size()));
+  runtime::Tensor out(first.dtype(), dims);
+  PC_RETURN_IF_ERROR(out.Allocate(alloc));
+  char* p = static_cast<char*>(out.raw_data());
+  for (const auto& t : steps) {
+    if (t.dtype() != first.dtype() || !(t.dims() == first.dims()))
+      return MakeError(ErrorCode::kShape, "--each-step: a fetched value changed shape between steps ({} to {})",
+                       first.dims().ToString(), t.dims().ToString());
+    std::memcpy(p, t.raw_data(), t.nbytes());
+    p += t.nbytes();
+  }
+  return out;
 }
 
 std::string FileNameFor(std::string name) {
@@ -99,6 +120,7 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
       auto session,
       Session::Open({.program = options.program,
                      .input_format = options.input_format,
+                     .startup = options.startup,
                      .device = options.device,
                      .seed = options.seed,
                      .threads = options.threads,
@@ -153,11 +175,20 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
   if (warm_up) plan->set_profiling(false);
   std::vector<double> step_ms;
   double warm_up_ms = 0;
+  // Fetch everything before writing anything, so a failure leaves no partial output. With
+  // --each-step, every step's values (a training program's loss per step), stacked.
+  std::vector<std::pair<std::string, std::vector<runtime::Tensor>>> per_step;
+  for (const auto& f : fetches) per_step.emplace_back(f, std::vector<runtime::Tensor>{});
   for (int i = 0; i < options.steps; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     PC_RETURN_IF_ERROR(plan->Run());
     PC_RETURN_IF_ERROR(session->executor().device().Synchronize());
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (options.each_step || i + 1 == options.steps)
+      for (auto& [name, values] : per_step) {
+        PC_ASSIGN_OR_RETURN(runtime::Tensor t, session->Fetch(name));
+        values.push_back(std::move(t));
+      }
     if (warm_up && i == 0) {
       warm_up_ms = ms;
       plan->set_profiling(options.profile);
@@ -165,12 +196,10 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
     }
     step_ms.push_back(ms);
   }
-
-  // Fetch everything before writing anything, so a failure leaves no partial output.
   io::NamedTensors results;
-  for (const auto& f : fetches) {
-    PC_ASSIGN_OR_RETURN(runtime::Tensor t, session->Fetch(f));
-    results.emplace_back(f, std::move(t));
+  for (const auto& [name, values] : per_step) {
+    PC_ASSIGN_OR_RETURN(runtime::Tensor t, options.each_step ? Stack(values, *host_alloc) : values.back());
+    results.emplace_back(name, std::move(t));
   }
   if (!options.save_params.empty()) PC_RETURN_IF_ERROR(session->SaveParameters(options.save_params));
   if (options.out_dir.ends_with(".npz")) {
@@ -182,7 +211,9 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
     for (const auto& [name, t] : results)
       PC_RETURN_IF_ERROR(io::WriteNpy((std::filesystem::path(options.out_dir) / FileNameFor(name)).string(), t));
   } else {
-    for (const auto& [name, t] : results) out << Summary(name, t) << "\n";
+    for (size_t i = 0; i < (options.each_step ? static_cast<size_t>(options.steps) : 1); ++i)
+      for (const auto& [name, values] : per_step)
+        out << (options.each_step ? fmt::format("step {}  ", i + 1) : "") << Summary(name, values[i]) << "\n";
   }
 
   if (options.steps > 1 || options.profile) {

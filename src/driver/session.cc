@@ -8,6 +8,7 @@
 #include "paddlec/core/feed_rules.h"
 #include "paddlec/driver/driver.h"
 #include "paddlec/io/params.h"
+#include "paddlec/ir/op_role.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
@@ -24,8 +25,12 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) 
     format = f;
   }
   PC_ASSIGN_OR_RETURN(s->module_, ir::LoadModule(options.program, format));
+  if (!options.startup.empty()) PC_RETURN_IF_ERROR(AttachStartup(s->module_, options.startup));
+  bool own_training_ops = HasTrainingOps(*s->module_);
+  s->optimizer_state_uninitialized_ =
+      own_training_ops && !s->module_->was_compiled() && s->module_->startup().global_block().num_ops() == 0;
   passes::PassManager pm;
-  if (options.train != nullptr && s->module_->compiled().param_grads_size() == 0) {
+  if (options.train != nullptr && s->module_->compiled().param_grads_size() == 0 && !own_training_ops) {
     CompileOptions c = *options.train;
     c.train = true;
     if (c.loss.empty()) {
@@ -71,7 +76,27 @@ StatusOr<std::string> GuessLoss(ir::Module& m) {
                                : "candidates: " + names + "; pass --loss=NAME");
 }
 
+Status AttachStartup(std::unique_ptr<ir::Module>& m, const std::string& path) {
+  PC_ASSIGN_OR_RETURN(ir::pb::ProgramDesc startup, ir::LoadProgramDesc(path));
+  *m->compiled().mutable_startup_program() = std::move(startup);
+  ir::SourceMap main_source = m->main().source_map();
+  paddlec::proto::CompiledProgram compiled = std::move(m->compiled());
+  PC_ASSIGN_OR_RETURN(m, ir::Module::Create(std::move(compiled), std::move(main_source)));
+  return Status::OK();
+}
+
+bool HasTrainingOps(const ir::Module& m) {
+  for (const auto& op : m.compiled().main_program().blocks(0).ops())
+    if (ir::OpRoleOf(op) & (ir::kOpRoleBackward | ir::kOpRoleOptimize)) return true;
+  return false;
+}
+
 Status Session::InitializeParameters() {
+  if (optimizer_state_uninitialized_)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the program holds its own optimizer ops but no startup program: its learning rate and "
+                     "optimizer state would have no initial values")
+        .Note("pass PaddlePaddle's startup program with --startup, or every persistable variable with --params");
   return executor_->RunOnce(module_->startup().global_block(), scope_);
 }
 

@@ -17,6 +17,8 @@ namespace paddlec::driver {
 struct SessionOptions {
   std::string program;
   std::string input_format;
+  /// A separate startup ProgramDesc (PaddlePaddle keeps a program's initializers there).
+  std::string startup;
   std::string device = "cpu";
   uint64_t seed = 0;
   int threads = 0;
@@ -24,7 +26,8 @@ struct SessionOptions {
   /// The pipeline for programs that are not compiled yet (compiled ones are re-validated only).
   std::string passes = "validate,infer-shape,init-params";
   /// For training: compile with this pipeline when the program has no gradients yet (the loss
-  /// option of its backward pass is filled in by GuessLoss when empty).
+  /// option of its backward pass is filled in by GuessLoss when empty). A program that holds its
+  /// own backward and optimizer ops (PaddlePaddle's training programs) is used as it is.
   const struct CompileOptions* train = nullptr;
   /// Variables the caller will fetch: no pass (-O2's plan-memory and layout) renames, reuses or
   /// re-lays them out (PassContext::kept).
@@ -33,6 +36,13 @@ struct SessionOptions {
 
 /// The loss when none is named: the one scalar float output of the global block that no op reads.
 StatusOr<std::string> GuessLoss(ir::Module& m);
+
+/// Replaces `m`'s startup program by the ProgramDesc in `path`.
+Status AttachStartup(std::unique_ptr<ir::Module>& m, const std::string& path);
+
+/// True when the global block holds backward or optimizer ops (op_role), as a training program
+/// that PaddlePaddle wrote does.
+bool HasTrainingOps(const ir::Module& m);
 
 class Session {
  public:
@@ -66,6 +76,8 @@ class Session {
   std::unique_ptr<exec::Executor> executor_;
   runtime::Scope scope_;
   std::vector<std::string> fed_;
+  // A training program with its own optimizer ops, and no startup program to initialize their state.
+  bool optimizer_state_uninitialized_ = false;
   std::shared_ptr<runtime::Allocator> host_alloc_ = runtime::CpuCachingAllocator::Create();
 };
 

@@ -121,6 +121,7 @@ class Trainer {
     PC_RETURN_IF_ERROR(LoadData());
     PC_ASSIGN_OR_RETURN(session_, Session::Open({.program = o_.program,
                                                  .input_format = o_.input_format,
+                                                 .startup = o_.compile.startup,
                                                  .device = o_.device,
                                                  .seed = o_.seed,
                                                  .threads = o_.threads,

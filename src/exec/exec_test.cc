@@ -113,6 +113,66 @@ TEST_CASE("An op whose output size is an input's value resizes its output, and t
   CHECK(ToVector<float>(scope.Find("z")->tensor()) == std::vector<float>{1, 1, 0, 0});
 }
 
+// fill_constant's ShapeTensor (PaddlePaddle's RNN initial states): Out's shape is the tensor's values,
+// which change between runs while its dims do not; its kernel sizes Out (OutputDimsFromKernel) and the
+// plan prepares the steps after it again.
+constexpr char kShapeFromValues[] = R"pb(
+  blocks {
+    idx: 0
+    parent_idx: -1
+    vars {
+      name: "s"
+      type {
+        type: LOD_TENSOR
+        lod_tensor { tensor { data_type: INT32 dims: 2 } }
+      }
+    }
+    ops {
+      type: "fill_constant"
+      inputs { parameter: "ShapeTensor" arguments: "s" }
+      outputs { parameter: "Out" arguments: "f" }
+      attrs { name: "value" type: FLOAT f: 2 }
+    }
+    ops {
+      type: "relu"
+      inputs { parameter: "X" arguments: "f" }
+      outputs { parameter: "Out" arguments: "r" }
+    }
+  }
+)pb";
+
+TEST_CASE("A shape tensor's new values resize fill_constant's output and the ops after it") {
+  auto m = Compile(kShapeFromValues);
+  // At compile time only the rank is known.
+  auto f = ir::VarDims(*m->main().global_block().FindVar("r"));
+  REQUIRE(f.ok());
+  CHECK(*f == Dims{-1, -1});
+  auto exec = Executor::Create(Place::CPU(), {.num_threads = 1});
+  REQUIRE(exec.ok());
+  Scope scope;
+  REQUIRE((*exec)->device().CopyFromHost(MakeTensor<int32_t>({2}, {2, 3}), scope.Var("s").tensor()).ok());
+  auto plan = (*exec)->Prepare(m->main().global_block(), scope);
+  REQUIRE(plan.ok());
+  REQUIRE((*plan)->Run().ok());
+  CHECK(scope.Find("r")->tensor().dims() == Dims{2, 3});
+  // Same values: nothing is prepared again, nothing allocated.
+  auto allocs = (*exec)->device().allocator().stats().allocs;
+  REQUIRE((*plan)->Run().ok());
+  CHECK((*exec)->device().allocator().stats().allocs == allocs);
+  // New values in a tensor of the same dims: Out and everything after it follow.
+  REQUIRE((*exec)->device().CopyFromHost(MakeTensor<int32_t>({2}, {4, 1}), scope.Var("s").tensor()).ok());
+  REQUIRE((*plan)->Run().ok());
+  CHECK(scope.Find("f")->tensor().dims() == Dims{4, 1});
+  CHECK(scope.Find("r")->tensor().dims() == Dims{4, 1});
+  CHECK(ToVector<float>(scope.Find("r")->tensor()) == std::vector<float>{2, 2, 2, 2});
+  // A negative size is an error of the op, at run time.
+  REQUIRE((*exec)->device().CopyFromHost(MakeTensor<int32_t>({2}, {4, -1}), scope.Var("s").tensor()).ok());
+  Status st = (*plan)->Run();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "the shape tensors give [4, -1], with the negative size -1 at index 1");
+  CHECK(st.error().location().op == 0);
+}
+
 TEST_CASE("Op ranges run parts of a block over one scope") {
   auto m = Compile(kChain);
   auto exec = Executor::Create(Place::CPU());

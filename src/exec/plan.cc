@@ -100,9 +100,10 @@ class RuntimeShapeContext final : public ops::InferShapeContext {
     Variable* v = In(s, i);
     return v ? v->tensor().dims() : Dims();
   }
+  // A dispensable input may name a variable nothing wrote (PrepareStep allows it): it has no dtype yet.
   DType InputDType(ops::InSlot s, int i) const override {
     Variable* v = In(s, i);
-    return v ? v->tensor().dtype() : DType::kUndefined;
+    return v && v->tensor().initialized() ? v->tensor().dtype() : DType::kUndefined;
   }
   std::string_view InputName(ops::InSlot s, int i) const override { return Name(desc_.inputs(), s.name, i); }
   std::string_view OutputName(ops::OutSlot s, int i) const override { return Name(desc_.outputs(), s.name, i); }

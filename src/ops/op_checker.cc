@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "paddlec/core/suggest.h"
@@ -211,7 +212,9 @@ std::string AttrValueProblem(const OpDesc::Attr& a, const OpProto::Attr& spec) {
                               ? fmt::format("[{}, {}]", FormatNumber(spec.min()), FormatNumber(spec.max()))
                           : spec.has_min() ? fmt::format(">= {}", FormatNumber(spec.min()))
                                            : fmt::format("<= {}", FormatNumber(spec.max()));
-      return fmt::format("value {} is out of range: must be {}", FormatNumber(v), range);
+      // A float is shown as written (0.0011, not its double expansion 0.0010999999940395355).
+      std::string shown = in_float ? fmt::format("{}", static_cast<float>(v)) : FormatNumber(v);
+      return fmt::format("value {} is out of range: must be {}", shown, range);
     }
   }
   if (spec.allowed_strings_size() > 0) {
@@ -257,15 +260,23 @@ void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options,
   CheckSlots(op, true, *info, options, errors);
   CheckSlots(op, false, *info, options, errors);
 
-  std::unordered_set<std::string> seen;
+  // An attribute set again to the same value is a repeat (PaddlePaddle 3 writes some backend hints
+  // twice); compared before any attribute is converted below.
   const auto& attrs = op.desc().attrs();
+  std::unordered_map<std::string, int> seen;
+  std::vector<int> repeats;
+  for (int i = 0; i < attrs.size(); ++i) {
+    auto [it, first] = seen.emplace(attrs[i].name(), i);
+    if (first) continue;
+    repeats.push_back(i);
+    if (attrs[it->second].SerializeAsString() != attrs[i].SerializeAsString())
+      errors.push_back(
+          MakeError(ErrorCode::kValidation, "attribute '{}' is set twice, to different values", attrs[i].name())
+              .At(op.AttrLocation(i)));
+  }
   for (int i = 0; i < attrs.size(); ++i) {
     const OpDesc::Attr& a = attrs[i];
-    if (!seen.insert(a.name()).second) {
-      errors.push_back(MakeError(ErrorCode::kValidation, "attribute '{}' is set twice", a.name())
-                           .At(op.AttrLocation(i)));
-      continue;
-    }
+    if (std::find(repeats.begin(), repeats.end(), i) != repeats.end()) continue;
     const OpProto::Attr* spec = info->FindAttr(a.name());
     if (spec == nullptr) spec = registry.FindCommonAttr(a.name());
     if (spec == nullptr) {
@@ -292,6 +303,8 @@ void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options,
         *op.desc().mutable_attrs(i) = std::move(converted).value();
     }
   }
+  if (options.fix)
+    for (auto it = repeats.rbegin(); it != repeats.rend(); ++it) op.desc().mutable_attrs()->DeleteSubrange(*it, 1);
   for (const auto& spec : info->proto().attrs()) {
     if (seen.count(spec.name())) continue;
     if (!spec.has_default_value()) {

@@ -10,6 +10,7 @@
 
 #include "paddlec.pb.h"
 #include "paddlec/driver/driver.h"
+#include "paddlec/ir/paddle_export.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
@@ -36,6 +37,21 @@ TEST_CASE("every registered op is complete") {
     CHECK_MESSAGE(has_grad != info->no_gradient(),
                   "needs exactly one of a gradient maker and NoGradient()");
     if (!info->forward_type().empty()) CHECK(info->type() == info->forward_type() + "_grad");
+  }
+}
+
+// paddlec's own ops, which PaddlePaddle does not have: a .pdmodel must not hold them (compile writes
+// it unfused; ir::ExportForPaddle refuses them). A new op is either one of PaddlePaddle's (by its
+// legacy name, ir::IsPaddleOp) or listed here.
+const std::set<std::string> kPaddlecOnly = {"fused_conv2d_bn_act"};
+
+TEST_CASE("every registered op is PaddlePaddle's or listed as paddlec's own") {
+  for (const OpInfo* info : GlobalOpRegistry().All()) {
+    CAPTURE(info->type());
+    CHECK_MESSAGE(ir::IsPaddleOp(info->type()) != kPaddlecOnly.count(info->type()) > 0,
+                  (kPaddlecOnly.count(info->type())
+                       ? "listed as paddlec's own, but PaddlePaddle has it"
+                       : "not a PaddlePaddle op: add its legacy name to src/ir/pir/pir_op_table.cc, or list it here"));
   }
 }
 

@@ -11,7 +11,8 @@
 // (x@GRAD@RENAME@block0@N) that a `sum` op adds up before the first reader. A grad op that reads
 // the gradient of an output that does not reach the loss gets zeros (fill_zeros_like). Every new
 // op is validated and shape-inferred; each trainable parameter's gradient is recorded in
-// param_grads. A non-scalar loss is first reduced with `mean`.
+// param_grads, and the op that finally writes it carries op_role_var [param, param@GRAD], as in
+// PaddlePaddle. A non-scalar loss is first reduced with `mean`.
 // An op on the path that runs a sub-block is an error (not supported yet).
 #include <map>
 #include <set>
@@ -184,6 +185,10 @@ class BackwardPass final : public Pass {
 
     RenameRepeatedGradients(grad_ops, block.idx());
     FillMissingGradients(grad_ops);
+    std::vector<std::string> params;
+    for (const auto& p : trainable)
+      if (needs_grad(p)) params.push_back(p);
+    MarkParamGradWriters(grad_ops, params);
 
     // Append, validate and infer each grad op in order.
     for (auto& g : grad_ops) {
@@ -248,6 +253,31 @@ class BackwardPass final : public Pass {
     for (const auto& [var, list] : partials) rest.push_back(var);
     for (const auto& var : rest) flush(var);
     ops = std::move(out);
+  }
+
+  /// PaddlePaddle's convention (its data-parallel and gradient-merge passes rely on it): the op that
+  /// writes a parameter's final gradient lists [param, param@GRAD] in its op_role_var.
+  static void MarkParamGradWriters(std::vector<pb::OpDesc>& ops, const std::vector<std::string>& params) {
+    for (const auto& p : params) {
+      std::string grad = ir::GradVarName(p);
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+        bool writes = false;
+        for (const auto& s : it->outputs())
+          for (const auto& a : s.arguments()) writes |= a == grad;
+        if (!writes) continue;
+        pb::OpDesc::Attr* role_var = nullptr;
+        for (auto& a : *it->mutable_attrs())
+          if (a.name() == "op_role_var") role_var = &a;
+        if (role_var == nullptr) {
+          role_var = it->add_attrs();
+          role_var->set_name("op_role_var");
+        }
+        role_var->set_type(pb::STRINGS);
+        role_var->add_strings(p);
+        role_var->add_strings(grad);
+        break;
+      }
+    }
   }
 
   /// A grad op that reads the gradient of a forward output no other grad op produced gets zeros.

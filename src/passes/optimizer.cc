@@ -1,8 +1,8 @@
 // Pass "optimizer": appends one update op per trainable parameter, and the optimizer state they use.
 //
 // Requires: backward (param_grads recorded, gradient ops in the main program).
-// Guarantees: a global learning-rate variable `learning_rate_0` ([1], persistable, set by the
-// startup program); for each recorded (param, grad), in param order:
+// Guarantees: a global learning-rate variable `learning_rate_0` (0-D as in PaddlePaddle 3,
+// persistable, set by the startup program); for each recorded (param, grad), in param order:
 //   - gradient clipping by global norm when clip_norm > 0 (PaddlePaddle's composition:
 //     squared_l2_norm per gradient, sum, sqrt, elementwise_max with clip_norm, elementwise_div,
 //     elementwise_mul), applied before weight decay, as PaddlePaddle does;
@@ -82,7 +82,7 @@ class OptimizerPass final : public Pass {
     registry_ = &ctx.registry;
     first_new_ = main_->num_ops();
 
-    std::string lr = Persistable("learning_rate_0", {1}, DType::kFloat32, lr_);
+    std::string lr = Persistable("learning_rate_0", {}, DType::kFloat32, lr_);
     std::vector<std::pair<std::string, std::string>> pairs;
     for (const auto& pg : module.compiled().param_grads()) pairs.emplace_back(pg.param(), pg.grad());
     if (clip_norm_ > 0) ClipByGlobalNorm(pairs);
@@ -109,7 +109,7 @@ class OptimizerPass final : public Pass {
       }
       std::string param_lr = lr;
       if (std::string mult = VarAttr(*pv, "learning_rate"); !mult.empty() && std::strtod(mult.c_str(), nullptr) != 1.0) {
-        param_lr = Temp(param + "@LR", {1}, DType::kFloat32);
+        param_lr = Temp(param + "@LR", {}, DType::kFloat32);
         Op("scale", {{"X", {lr}}}, {{"Out", {param_lr}}},
            {ops::MakeAttr("scale", static_cast<float>(std::strtod(mult.c_str(), nullptr)))}, kRoleLRSched, param, grad);
       }

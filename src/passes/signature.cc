@@ -5,7 +5,20 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "paddlec/ir/op_role.h"
+#include "paddlec/ops/op_registry.h"
+
 namespace paddlec::passes {
+namespace {
+
+bool IntermediateSlot(const ops::OpInfo* info, std::string_view slot) {
+  if (info == nullptr) return false;
+  for (const auto& o : info->proto().outputs())
+    if (o.name() == slot) return o.intermediate();
+  return false;
+}
+
+}  // namespace
 
 void ComputeSignature(ir::Module& module) {
   auto& compiled = module.compiled();
@@ -58,16 +71,48 @@ void ComputeSignature(ir::Module& module) {
     if (fetches.empty()) {
       const NameSet read = names(true);
       NameSet seen;
+      const ops::OpRegistry& registry = ops::GlobalOpRegistry();
       for (const auto& op : block.desc().ops())
-        for (const auto& s : op.outputs())
+        for (const auto& s : op.outputs()) {
+          // An intermediate output (batch_norm's SavedMean) is a by-product, not a result: PaddlePaddle
+          // does not compute it in inference mode, so it is no model output.
+          if (IntermediateSlot(registry.Find(op.type()), s.parameter())) continue;
           for (const auto& a : s.arguments()) {
             const auto* v = block.FindVar(a);
             if (v == nullptr || v->persistable() || !ir::IsTensorVar(*v) || read.count(a)) continue;
             if (a.find("@GRAD") != std::string::npos) continue;
             if (seen.insert(a).second) fetches.push_back(a);
           }
+        }
     }
     for (const auto& f : fetches) compiled.add_fetch_targets(f);
+  }
+
+  // A program that carries its own backward and optimizer ops (PaddlePaddle's training programs):
+  // the loss is the output of the op marked Forward|Loss, and each update op names a parameter and
+  // its gradient (ir/op_role.h).
+  auto single = [](const google::protobuf::RepeatedPtrField<ir::pb::OpDesc::Var>& slots, std::string_view name) {
+    for (const auto& s : slots)
+      if (s.parameter() == name && s.arguments_size() == 1) return s.arguments(0);
+    return std::string();
+  };
+  if (compiled.loss().empty())
+    for (const auto& op : block.desc().ops())
+      if ((ir::OpRoleOf(op) & ir::kOpRoleLoss) && ir::IsForwardOp(op) && op.outputs_size() > 0 &&
+          op.outputs(0).arguments_size() == 1) {
+        compiled.set_loss(op.outputs(0).arguments(0));
+        break;
+      }
+  if (compiled.param_grads_size() == 0) {
+    std::unordered_set<std::string> seen;
+    for (const auto& op : block.desc().ops()) {
+      if (!(ir::OpRoleOf(op) & ir::kOpRoleOptimize)) continue;
+      std::string param = single(op.inputs(), "Param"), grad = single(op.inputs(), "Grad");
+      if (param.empty() || grad.empty() || !seen.insert(param).second) continue;
+      auto* pg = compiled.add_param_grads();
+      pg->set_param(param);
+      pg->set_grad(grad);
+    }
   }
 
   std::vector<std::string> params(compiled.parameters().begin(), compiled.parameters().end());

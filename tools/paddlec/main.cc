@@ -133,6 +133,8 @@ Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
   c->add_option("--label-var", o.label_var, "The label input (default: the integer input)");
   c->add_option("--predictions-var", o.predictions_var, "The class scores (default: the last [batch, classes] output)");
   c->add_option("--save-params", o.save_params, "Write the trained model's parameters here at the end");
+  c->add_option("--startup", o.compile.startup,
+                "The startup ProgramDesc of a program that holds its own training ops (PaddlePaddle's)");
   c->add_flag_callback(
       "--no-progress", [&o] { o.progress = false; }, "No progress bar while training (as -q)");
   c->add_flag("--cuda-graph", o.cuda_graph, "GPU: record the training step once as a CUDA graph and replay it");
@@ -162,6 +164,7 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   Repeatable(c->add_option("--fetch", o.fetches, "Variable to fetch (repeatable; default: the program's outputs)"));
   c->add_option("--out", o.out_dir,
                 "Write the fetched variables into FILE.npz, or as DIR/NAME.npy each, instead of printing them");
+  c->add_option("--startup", o.startup, "A separate startup ProgramDesc (PaddlePaddle's parameter initializers)");
   c->add_option("--params", o.params, "Load parameters from this file (PaddlePaddle combined format)");
   c->add_option("--save-params", o.save_params, "Write the parameters to this file after the run");
   c->add_option("--op-range", o.op_range, "Run only main-program ops [FROM, TO), e.g. 0:5");
@@ -169,6 +172,8 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   c->add_option("-O,--opt-level", o.opt_level, "Optimization level: 0 none, 1 fusions, 2 fusions and memory planning")
       ->check(CLI::Range(0, 2));
   c->add_option("--steps", o.steps, "Run the program this many times (timing)")->capture_default_str();
+  c->add_flag("--each-step", o.each_step,
+              "Fetch after every step: one line per step, or with --out each fetch stacked as [steps, ...]");
   c->add_flag("--profile", o.profile, "Print time per op type over the steps after the warm-up step");
   c->add_flag("--cuda-graph", o.cuda_graph, "GPU: record the steady-state step once as a CUDA graph and replay it");
   c->add_option("--seed", o.seed, "Program random seed (random ops with seed 0 derive theirs from it)");

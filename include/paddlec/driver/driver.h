@@ -22,6 +22,8 @@ void PrintError(const Error& e, std::ostream& err);
 inline constexpr const char* kDefaultPipeline = "validate,infer-shape,init-params";
 /// The pipeline of --inference: inference mode (is_test) and the inference fusions.
 inline constexpr const char* kInferencePipeline = "validate,infer-shape,for-test,fuse-conv-bn-act,init-params";
+/// --inference for a bare program (a .pdmodel for PaddlePaddle, which lacks paddlec's fused ops).
+inline constexpr const char* kInferencePipelineUnfused = "validate,infer-shape,for-test,init-params";
 
 struct CompileOptions {
   std::string input;
@@ -90,12 +92,14 @@ struct RunOptions {
                                           // input_shapes is set, else none)
   std::vector<std::string> fetches;  // empty = the program's fetch targets
   std::string out_dir;               // write NAME.npy per fetch here, or all into one FILE.npz; "" = print
+  std::string startup;               // a separate startup ProgramDesc (PaddlePaddle's initializers)
   std::string params;                // load parameters from this file instead of the startup program
   std::string save_params;           // write the parameters here after the run
   std::string op_range;              // "FROM:TO" = run only main-program ops [FROM, TO)
   bool inference = false;            // compile an uncompiled program with kInferencePipeline
   int opt_level = -1;                // -O0/-O1/-O2 for an uncompiled program (CompileOptions::opt_level)
   int steps = 1;
+  bool each_step = false;  // fetch after every step: one line (or one .npy row) per step
   bool profile = false;
   bool cuda_graph = false;           // replay the steady-state step as a CUDA graph (GPU)
   uint64_t seed = 0;

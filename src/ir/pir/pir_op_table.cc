@@ -126,6 +126,14 @@ constexpr TableRow kRows[] = {
     {"pd_op.mean_grad", "reduce_mean_grad", "X, Out@GRAD, @dim:ints -> X@GRAD", "keepdim>keep_dim"},
     {"pd_op.sum_grad", "reduce_sum_grad", "X, Out@GRAD, @dim:ints -> X@GRAD", "keepdim>keep_dim"},
     {"pd_op.mean_all_grad", "mean_grad", "X, Out@GRAD -> X@GRAD"},
+    {"pd_op.conv2d_grad", "conv2d_grad", "Input, Filter, Output@GRAD -> Input@GRAD, Filter@GRAD"},
+    {"pd_op.pool2d_grad", "pool2d_grad", "X, Out, Out@GRAD, @ksize:ints -> X@GRAD", "strides:ints paddings:ints"},
+    {"pd_op.batch_norm_grad", "batch_norm_grad",
+     "X, Scale, Bias, MeanOut, VarianceOut, SavedMean, SavedVariance, ReserveSpace, Y@GRAD -> X@GRAD, Scale@GRAD, "
+     "Bias@GRAD",
+     "data_format>data_layout"},
+    {"pd_op.reshape_grad", "reshape2_grad", "X, Out@GRAD -> X@GRAD"},
+    {"pd_op.flatten_grad", "flatten_contiguous_range_grad", "X, Out@GRAD -> X@GRAD"},
     {"pd_op.cross_entropy_with_softmax_grad", "softmax_with_cross_entropy_grad",
      "Label, Softmax, Loss@GRAD -> Logits@GRAD"},
 
@@ -140,6 +148,15 @@ constexpr TableRow kRows[] = {
      "Moment1Out=Moment1, Moment2Out=Moment2, Moment2MaxOut=Moment2Max, Beta1PowOut=Beta1Pow, Beta2PowOut=Beta2Pow, "
      "MasterParamOut=MasterParam"},
 };
+
+// Legacy ops PaddlePaddle has that no PIR program of the table becomes: those of Paddle's legacy
+// programs (static-graph layers, backward, initializers, control flow). With the table's legacy
+// names (and their `_grad` ops) they are the ops a .pdmodel for Paddle may hold (IsPaddleOp).
+constexpr std::string_view kLegacyOnlyOps =
+    "feed fetch fetch_v2 fill_constant assign_value fill_any_like fill_zeros_like mul matmul cross_entropy "
+    "cross_entropy2 squared_l2_norm lookup_table top_k uniform_random gaussian_random truncated_gaussian_random "
+    "conditional_block while select_input select_output increment elementwise_mod elementwise_floordiv grad_add "
+    "softmax_with_cross_entropy fc fused_elemwise_activation save_combine load_combine";
 
 constexpr std::pair<std::string_view, AttrForm> kForms[] = {
     {"bool", AttrForm::kBool},       {"int", AttrForm::kInt},       {"long", AttrForm::kLong},
@@ -299,6 +316,7 @@ class RowParser {
 }  // namespace
 
 std::span<const TableRow> OpTable() { return kRows; }
+std::string_view LegacyOnlyOps() { return kLegacyOnlyOps; }
 
 const AttrRule* OpRule::FindAttrRule(std::string_view pir_attr) const {
   for (const auto& a : attrs)

@@ -41,6 +41,9 @@ struct TableRow {
 
 /// Every row, in table order.
 std::span<const TableRow> OpTable();
+/// PaddlePaddle's legacy ops that no row produces (feed, mul, fill_zeros_like, ...), separated by
+/// single spaces.
+std::string_view LegacyOnlyOps();
 
 enum class AttrForm {
   kNatural,

@@ -119,6 +119,49 @@ TEST_CASE("Paddle 3.0's and 3.3's attribute widths translate to the same legacy 
   }
 }
 
+int RoleOf(const pb::OpDesc& op) {
+  const pb::OpDesc::Attr* a = AttrOf(op, "op_role");
+  return a == nullptr ? -1 : a->i();
+}
+
+// Paddle 3.3's training program of an MLP with Adam (paddle_side.py train --format pir), as written.
+TEST_CASE("A PIR training program gets the legacy op roles: forward, loss, backward, optimize") {
+  pb::ProgramDesc p = MustTranslate("train_mlp_v4.json");
+  const auto& ops = p.blocks(0).ops();
+  int seed = -1;
+  for (int i = 0; i < ops.size(); ++i)
+    if (ops[i].type() == "fill_constant" && RoleOf(ops[i]) == 0x101) seed = i;
+  REQUIRE(seed > 0);  // full_like(loss, 1): the gradient seed, Backward|Loss
+  // The op before it that writes the loss is Forward|Loss; the rest of the forward ops Forward.
+  CHECK(ops[seed - 1].type() == "reduce_mean");
+  CHECK(RoleOf(ops[seed - 1]) == 0x100);
+  CHECK(RoleOf(OpOfType(p, "matmul_v2")) == 0);
+  CHECK(RoleOf(OpOfType(p, "softmax_with_cross_entropy_grad")) == 1);
+  int adams = 0;
+  for (const auto& op : ops) {
+    if (op.type() != "adam") continue;
+    ++adams;
+    CHECK(RoleOf(op) == 2);
+    const pb::OpDesc::Attr* role_var = AttrOf(op, "op_role_var");
+    REQUIRE(role_var != nullptr);
+    REQUIRE(role_var->strings_size() == 2);
+    CHECK(role_var->strings(0) == Args(op.inputs(), "Param").front());
+    CHECK(role_var->strings(1) == Args(op.inputs(), "Grad").front());
+    // In place, as Paddle's adam_ is: the outputs are the input variables.
+    CHECK(Args(op.outputs(), "Moment1Out") == Args(op.inputs(), "Moment1"));
+  }
+  CHECK(adams == 4);
+  // Optimizer state is a persistable pd_op.data: a variable, not a feed; the learning rate is 0-D.
+  const pb::VarDesc* lr = VarOf(p, "learning_rate_0");
+  REQUIRE(lr != nullptr);
+  CHECK(lr->persistable());
+  CHECK(lr->type().lod_tensor().tensor().dims_size() == 0);
+  std::vector<std::string> fed;
+  for (const auto& op : ops)
+    if (op.type() == "feed") fed.push_back(Args(op.outputs(), "Out").front());
+  CHECK(fed == std::vector<std::string>{"x", "y"});
+}
+
 TEST_CASE("Every op without a translation is reported at once, with its block and position") {
   auto bytes = ReadFile(Fixture("unsupported_ops.json"));
   REQUIRE(bytes.ok());

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "paddlec/ir/op_role.h"
 #include "paddlec/ir/pir_json.h"
 #include "pir_op_table.h"
 #include "pir_program.h"
@@ -78,6 +79,7 @@ class Translator {
     for (const auto& b : p.top.blocks) Prescan(b);
     for (const auto& b : p.top.blocks)
       for (const auto& op : b.ops) Translate(op);
+    if (loss_seed_op_ >= 0) AssignRoles();
     if (!errors_.empty()) {
       Error first = std::move(errors_.front());
       for (size_t i = 1; i < errors_.size(); ++i) first.Append(std::move(errors_[i]));
@@ -641,12 +643,65 @@ class Translator {
     if (!value) return Report(op, MakeError(ErrorCode::kUnimplemented, "pd_op.full_like with a computed fill value"));
     int group = -1;
     std::string out = NameResult(op, 0, "fill_constant", &group);
+    auto loss = TensorOf(op.operands[0]);
+    if (loss.ok()) {  // full_like(loss, 1) seeds PIR's autodiff: this is a training program
+      loss_var_ = *loss;
+      loss_seed_op_ = block_->ops_size();
+    }
     pb::OpDesc* fill = block_->add_ops();
     fill->set_type("fill_constant");
     AddArgs(fill->add_outputs(), "Out", {out});
     AddAttr(fill, MakeLongs("shape", t.dims));
     AddAttr(fill, MakeInt("dtype", static_cast<int>(t.dtype)));
     AddAttr(fill, *value);
+  }
+
+  /// PIR has no op roles; legacy programs mark them (op_role, ir/op_role.h), and paddlec's
+  /// training tools read them: ops before the gradient seed are forward (the one writing the loss
+  /// also Loss), the seed Backward|Loss, update ops Optimize with op_role_var [param, grad], and the
+  /// rest Backward.
+  void AssignRoles() {
+    auto set_role = [](pb::OpDesc& op, int role) {
+      for (auto& a : *op.mutable_attrs())
+        if (a.name() == "op_role") return a.set_i(role);
+      AddAttr(&op, MakeInt("op_role", role));
+    };
+    auto writes = [](const pb::OpDesc& op, const std::string& var) {
+      for (const auto& s : op.outputs())
+        for (const auto& a : s.arguments())
+          if (a == var) return true;
+      return false;
+    };
+    auto single_input = [](const pb::OpDesc& op, const std::string& slot) {
+      for (const auto& s : op.inputs())
+        if (s.parameter() == slot && s.arguments_size() == 1) return s.arguments(0);
+      return std::string();
+    };
+    int loss_writer = -1;
+    for (int i = 0; i < loss_seed_op_; ++i)
+      if (writes(block_->ops(i), loss_var_)) loss_writer = i;
+    for (int i = 0; i < block_->ops_size(); ++i) {
+      pb::OpDesc& op = *block_->mutable_ops(i);
+      if (op.type() == "feed" || op.type() == "fetch") continue;
+      if (i < loss_seed_op_) {
+        set_role(op, i == loss_writer ? kOpRoleForward | kOpRoleLoss : kOpRoleForward);
+      } else if (i == loss_seed_op_) {
+        set_role(op, kOpRoleBackward | kOpRoleLoss);
+      } else if (op.type() == "sgd" || op.type() == "momentum" || op.type() == "adam") {
+        set_role(op, kOpRoleOptimize);
+        std::string param = single_input(op, "Param"), grad = single_input(op, "Grad");
+        if (!param.empty() && !grad.empty()) {
+          pb::OpDesc::Attr role_var;
+          role_var.set_name("op_role_var");
+          role_var.set_type(pb::STRINGS);
+          role_var.add_strings(param);
+          role_var.add_strings(grad);
+          AddAttr(&op, std::move(role_var));
+        }
+      } else {
+        set_role(op, kOpRoleBackward);
+      }
+    }
   }
 
   void ReportUse(const pir::Op& op, int operand, const Error& why) {
@@ -782,6 +837,8 @@ class Translator {
   std::unordered_map<std::string, int> var_index_;
   std::vector<Error> errors_;
   int feed_col_ = 0, fetch_col_ = 0;
+  int loss_seed_op_ = -1;  // the fill_constant that full_like (the gradient seed) became
+  std::string loss_var_;
 };
 
 }  // namespace

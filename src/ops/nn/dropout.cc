@@ -24,6 +24,9 @@ using namespace dropout;  // NOLINT: the op's shared slots and attributes
 
 Status InferDropout(InferShapeContext& ctx) {
   if (ctx.HasInput(kSeed)) {
+    DType t = ctx.InputDType(kSeed);
+    if (t != DType::kInt32 && t != DType::kInt64 && t != DType::kUndefined)
+      return ctx.Fail("Seed has dtype {} but must be int32 or int64", DTypeName(t));
     int64_t n = ctx.InputDims(kSeed).Numel();
     if (n >= 0 && n != 1) return ctx.Fail("Seed has shape {} but must hold one value", ctx.InputDims(kSeed).ToString());
   }
@@ -68,7 +71,7 @@ class DropoutKernel final : public OpKernel {
       if (mask) std::memset(mask, 1, static_cast<size_t>(n));
       return Status::OK();
     }
-    const Tensor* seed_t = ctx.InOpt(kSeed);
+    PC_ASSIGN_OR_RETURN(const Tensor* seed_t, SeedInput(ctx));
     Philox philox = seed_t ? Philox(static_cast<uint64_t>(ReadSeed(*seed_t))) : philox_;
     const uint64_t step = seed_t ? 0 : step_++;
     if (attrs_.p >= 1.0f) {  // everything dropped (the upscale factor would be infinite)

@@ -39,7 +39,7 @@ class DropoutKernel final : public OpKernel {
       return cuda::Launched(cuda::Scale<T>(x, y, n, static_cast<double>(attrs_.test_scale<T>()), cc.stream()),
                             "dropout (inference)");
     }
-    const Tensor* seed_t = ctx.InOpt(kSeed);
+    PC_ASSIGN_OR_RETURN(const Tensor* seed_t, SeedInput(ctx));
     const uint64_t step = seed_t ? 0 : step_++;
     if (attrs_.p >= 1.0f) {  // everything dropped (the upscale factor would be infinite)
       if (n > 0) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "paddlec/ops/kernel.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops::dropout {
@@ -17,6 +18,15 @@ inline constexpr OutSlot kMask{1, "Mask"};
 inline constexpr InSlot kGMask{0, "Mask"};
 inline constexpr InSlot kGDOut{1, "Out@GRAD"};
 inline constexpr OutSlot kGDX{0, "X@GRAD"};
+
+/// The Seed input, or null when the slot is unbound. A bound Seed must hold a value: the plan lets a
+/// dispensable input name a variable nothing wrote (PaddlePaddle binds some that way).
+inline StatusOr<const Tensor*> SeedInput(const KernelContext& ctx) {
+  const Tensor* t = ctx.InOpt(kSeed);
+  if (t != nullptr && !t->initialized())
+    return MakeError(ErrorCode::kRuntime, "Seed is bound to a variable that holds no value");
+  return t;
+}
 
 struct DropoutAttrs {
   float p;

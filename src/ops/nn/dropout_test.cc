@@ -167,6 +167,47 @@ TEST_CASE("dropout keeps an unknown batch at compile time; bad attributes are re
         "'upscale_in_train'");
 }
 
+TEST_CASE("dropout's Seed is an int32 or int64 tensor that holds a value") {
+  OpTest f("dropout");
+  f.Input("X", RandomTensor(DType::kFloat32, {4, 7}, 6)).Input("Seed", MakeTensor<double>({1}, {3})).Output("Out");
+  Status st = f.Compile();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "Seed has dtype float64 but must be int32 or int64");
+
+  // Bound to a variable nothing wrote: an error, not a read of memory that is not there.
+  auto m = CompileText(R"pb(
+    blocks {
+      idx: 0
+      parent_idx: -1
+      vars {
+        name: "x"
+        type {
+          type: LOD_TENSOR
+          lod_tensor { tensor { data_type: FP32 dims: 2 } }
+        }
+      }
+      vars {
+        name: "seed"
+        type {
+          type: LOD_TENSOR
+          lod_tensor { tensor { data_type: INT32 dims: 1 } }
+        }
+        persistable: true
+      }
+      ops {
+        type: "dropout"
+        inputs { parameter: "X" arguments: "x" }
+        inputs { parameter: "Seed" arguments: "seed" }
+        outputs { parameter: "Out" arguments: "out" }
+      }
+    }
+  )pb");
+  REQUIRE_OK(m.status());
+  auto run = RunModule(**m, {{"x", MakeTensor<float>({2}, {1, 2})}}, {"out"});
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().error().message() == "Seed is bound to a variable that holds no value");
+}
+
 // float64 central differences with step 1e-6 (the harness reruns the forward op with the same
 // program seed, so the mask is the same in every run); tolerance 1e-7 + 1e-6 relative.
 TEST_CASE("dropout_grad matches central differences") {

@@ -29,6 +29,13 @@ inline constexpr InSlot kBnGBias{2, "Bias"};
 inline constexpr InSlot kBnGSavedMean{3, "SavedMean"};
 inline constexpr InSlot kBnGSavedVariance{4, "SavedVariance"};
 inline constexpr InSlot kBnGDY{5, "Y@GRAD"};
+// Inputs PaddlePaddle's batch_norm_grad also takes (its backward binds them); paddlec's kernels use
+// the saved statistics only.
+inline constexpr InSlot kBnGMean{6, "Mean"};
+inline constexpr InSlot kBnGVariance{7, "Variance"};
+inline constexpr InSlot kBnGReserveSpace{8, "ReserveSpace"};
+inline constexpr InSlot kBnGMeanOut{9, "MeanOut"};
+inline constexpr InSlot kBnGVarianceOut{10, "VarianceOut"};
 inline constexpr OutSlot kBnGDX{0, "X@GRAD"};
 inline constexpr OutSlot kBnGDScale{1, "Scale@GRAD"};
 inline constexpr OutSlot kBnGDBias{2, "Bias@GRAD"};

@@ -77,19 +77,38 @@ bool FitsIn(const FillValue& v) {
   }
 }
 
+/// A shape input is int32 or int64 (ValuesAs would convert a float one, which Paddle rejects).
+Status CheckShapeDType(const InferShapeContext& ctx, InSlot slot, int i) {
+  DType t = ctx.InputDType(slot, i);
+  if (t != DType::kInt32 && t != DType::kInt64 && t != DType::kUndefined)
+    return ctx.Fail("{} '{}' has dtype {}; a shape tensor is int32 or int64", slot.name, ctx.InputName(slot, i),
+                    DTypeName(t));
+  return Status::OK();
+}
+
 /// The compile-time dims when shape tensors are bound: their values are known at run time only, so
 /// the sizes are the attribute's where it gives one (PaddlePaddle writes -1 for the others).
 StatusOr<Dims> ValuedFillDims(const InferShapeContext& ctx, const std::vector<int64_t>& shape) {
+  // ShapeTensor takes precedence over ShapeTensorList, as in PaddlePaddle (and in ShapeValues).
   int rank = -1;
-  if (ctx.HasInput(kShapeTensorList)) {
-    rank = ctx.NumInputs(kShapeTensorList);
-  } else {
+  if (ctx.HasInput(kShapeTensor)) {
+    PC_RETURN_IF_ERROR(CheckShapeDType(ctx, kShapeTensor, 0));
     Dims d = ctx.InputDims(kShapeTensor);
     if (d.rank() != 1) return ctx.Fail("ShapeTensor has shape {} but must be 1-D", d.ToString());
     rank = d[0] >= 0 ? static_cast<int>(d[0]) : static_cast<int>(shape.size());
     if (d[0] < 0 && shape.empty())
       return ctx.Fail("ShapeTensor has shape {}: the rank of Out is unknown (give `shape` with -1 sizes)",
                       d.ToString());
+  } else {
+    rank = ctx.NumInputs(kShapeTensorList);
+    for (int i = 0; i < rank; ++i) {
+      PC_RETURN_IF_ERROR(CheckShapeDType(ctx, kShapeTensorList, i));
+      // One size per tensor: PaddlePaddle writes them 0-D (a slice of a shape) or [1].
+      Dims d = ctx.InputDims(kShapeTensorList, i);
+      if (!(d.rank() == 0 || (d.rank() == 1 && (d[0] == 1 || d[0] < 0))))
+        return ctx.Fail("ShapeTensorList '{}' has shape {}; expected one element ([] or [1])",
+                        ctx.InputName(kShapeTensorList, i), d.ToString());
+    }
   }
   if (rank > kMaxRank) return ctx.Fail("the shape tensors give {} dimensions, above the maximum {}", rank, kMaxRank);
   Dims dims = Dims::Filled(rank, kUnknownDim);
@@ -241,13 +260,15 @@ void RegisterFillOps(OpRegistry& r) {
   OpBuilder fill = r.Add("fill_constant");
   fill.Doc("Creates a tensor of `shape` and `dtype` with every element equal to `value` (or `str_value`).")
       .Input(kValueTensor, "A 1-element tensor overriding `value` (not supported yet).", kDispensable)
-      .Input(kShapeTensor, "A 1-D int tensor overriding `shape` (read at run time).", kDispensable)
-      .Input(kShapeTensorList, "1-element int tensors, one per dimension, overriding `shape` (read at run time).",
+      .Input(kShapeTensor, "A 1-D int32/int64 tensor whose values are Out's shape; overrides `shape`.", kDispensable)
+      .Input(kShapeTensorList,
+             "One-element int32/int64 tensors, one per dimension of Out; override `shape` (which may hold -1 "
+             "for the dimensions known only at run time).",
              kDuplicable | kDispensable)
       .Output(kOut, "The filled tensor.")
       .Attr("dtype", 5, "Element type of Out as a VarType.Type number (5 = float32).")
       .AllowedInts(tensor_internal::SupportedDTypeNumbers())
-      .Attr("shape", std::vector<int64_t>{}, "Shape of Out; [] makes a 0-D tensor.")
+      .Attr("shape", std::vector<int64_t>{}, "Shape of Out; [] makes a 0-D tensor. Without shape tensors, no -1.")
       .Attr("value", 0.0f, "The fill value.")
       .Attr("str_value", "", "The fill value as text; overrides `value` when non-empty (exact for int64).")
       .Attr("force_cpu", false, "Keep Out in host memory even when the program runs on a GPU.")

@@ -80,6 +80,47 @@ TEST_CASE("fill_constant takes its shape from ShapeTensor or ShapeTensorList val
   list.ExpectOutput("Out", FullTensor<int64_t>({4, 2, 3}, 7));
 }
 
+// PaddlePaddle's LSTM/GRU programs size the initial state by the batch: fill_constant with a
+// ShapeTensorList of 0-D int32 tensors (one from shape + slice) and `shape` [4, -1, 24].
+TEST_CASE("fill_constant's shape tensors: 0-D and [1] entries, int32 and int64, zero sizes, precedence") {
+  OpTest list("fill_constant");
+  list.Inputs("ShapeTensorList",
+              {MakeTensor<int32_t>({}, {4}), MakeTensor<int32_t>({}, {2}), MakeTensor<int32_t>({}, {3})})
+      .Attr("shape", std::vector<int64_t>{4, -1, 3})
+      .Attr("value", 1.5f)
+      .Output("Out");
+  REQUIRE_OK(list.Run());
+  CHECK(list.CompiledDims("Out") == Dims{4, -1, 3});  // the attribute's known sizes, -1 for the rest
+  list.ExpectOutput("Out", MakeTensor<float>({4, 2, 3}, std::vector<float>(24, 1.5f)), {0, 0});
+
+  OpTest one_elem("fill_constant");  // [1]-shaped int64 entries, no `shape`: nothing known until run time
+  one_elem.Inputs("ShapeTensorList", {MakeTensor<int64_t>({1}, {2}), MakeTensor<int64_t>({1}, {1})})
+      .Attr("dtype", 3)
+      .Attr("str_value", "7")
+      .Output("Out");
+  REQUIRE_OK(one_elem.Run());
+  CHECK(one_elem.CompiledDims("Out") == Dims{-1, -1});
+  one_elem.ExpectOutput("Out", MakeTensor<int64_t>({2, 1}, {7, 7}), {0, 0});
+
+  for (bool wide : {false, true}) {
+    OpTest t("fill_constant");
+    t.Input("ShapeTensor", wide ? MakeTensor<int64_t>({3}, {2, 0, 5}) : MakeTensor<int32_t>({3}, {2, 1, 5}))
+        .Attr("shape", std::vector<int64_t>{9})  // overridden by the tensor
+        .Output("Out");
+    REQUIRE_OK(t.Run());
+    CHECK(t.CompiledDims("Out") == Dims{-1, -1, -1});
+    CHECK(t.Out("Out").dims() == (wide ? Dims{2, 0, 5} : Dims{2, 1, 5}));
+  }
+
+  OpTest both("fill_constant");  // ShapeTensor wins over ShapeTensorList, as in PaddlePaddle
+  both.Input("ShapeTensor", MakeTensor<int32_t>({2}, {1, 2}))
+      .Inputs("ShapeTensorList", {MakeTensor<int32_t>({}, {5})})
+      .Output("Out");
+  REQUIRE_OK(both.Run());
+  CHECK(both.CompiledDims("Out") == Dims{-1, -1});
+  CHECK(both.Out("Out").dims() == Dims{1, 2});
+}
+
 TEST_CASE("fill_constant errors") {
   OpTest neg("fill_constant");
   neg.Attr("shape", std::vector<int64_t>{2, -1}).Output("Out");
@@ -94,6 +135,13 @@ TEST_CASE("fill_constant errors") {
   Status st = negative.Run();
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message() == "the shape tensors give [2, -3], with the negative size -3 at index 1");
+  OpTest float_shape("fill_constant");
+  float_shape.Input("ShapeTensor", MakeTensor<float>({2}, {2, 3})).Output("Out");
+  CHECK(CompileError(float_shape) == "ShapeTensor 'ShapeTensor' has dtype float32; a shape tensor is int32 or int64");
+  OpTest wide_entry("fill_constant");
+  wide_entry.Inputs("ShapeTensorList", {MakeTensor<int64_t>({2}, {2, 3})}).Output("Out");
+  CHECK(CompileError(wide_entry) ==
+        "ShapeTensorList 'ShapeTensorList' has shape [2]; expected one element ([] or [1])");
   OpTest tensor_value("fill_constant");
   tensor_value.Input("ValueTensor", MakeTensor<float>({1}, {2})).Output("Out");
   CHECK(CompileError(tensor_value) ==

@@ -246,15 +246,21 @@ Status InferUnsqueeze2(InferShapeContext& ctx) {
   return SetOutAndXShape(ctx, x, out);
 }
 
-/// squeeze2_grad / unsqueeze2_grad: X@GRAD takes X's shape, from XShape (PaddlePaddle 2.x and
-/// paddlec bind it) or from X itself (PaddlePaddle 3.x binds X, whose data it never reads).
-Status InferGradFromXShapeOrX(InferShapeContext& ctx) {
-  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kGradAxesTensor, "axes"));
-  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kGradAxesTensorList, "axes"));
+/// X@GRAD takes X's shape, from XShape (PaddlePaddle 2.x and paddlec bind it) or from X itself
+/// (PaddlePaddle 3.x binds X, whose data it never reads; so do its PIR programs' reshape_grad and
+/// flatten_grad).
+Status InferGradShapeFromXShapeOrX(InferShapeContext& ctx) {
   if (ctx.HasInput(kXShapeIn)) return InferGradFromXShape(ctx);
   if (!ctx.HasInput(kXForGrad))
     return ctx.Fail("neither XShape nor X is bound: the gradient needs one of them for X's shape");
   return SetGradLikeX(ctx, ctx.InputDims(kXForGrad));
+}
+
+/// squeeze2_grad / unsqueeze2_grad.
+Status InferGradFromXShapeOrX(InferShapeContext& ctx) {
+  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kGradAxesTensor, "axes"));
+  PC_RETURN_IF_ERROR(tensor_internal::RejectTensorInput(ctx, kGradAxesTensorList, "axes"));
+  return InferGradShapeFromXShapeOrX(ctx);
 }
 
 /// The default gradient, reading XShape when the forward op wrote one and X otherwise.
@@ -528,11 +534,13 @@ Status TransposeGradCpu(KernelContext& ctx, const TransposeAttrs& a) {
 OpBuilder AddXShapeGrad(OpRegistry& r, const std::string& fwd) {
   OpBuilder g = r.Add(fwd + "_grad");
   g.GradOf(fwd)
-      .Doc(fmt::format("Gradient of {}: X@GRAD from Out@GRAD, shaped by XShape.", fwd))
-      .Input(kXShapeIn, "The forward XShape ([0] + X's dims).")
+      .Doc(fmt::format("Gradient of {}: X@GRAD from Out@GRAD, shaped by XShape or X.", fwd))
+      .Input(kXShapeIn, "The forward XShape ([0] + X's dims), when the forward op wrote one.", kDispensable)
       .Input(kDOut, "Gradient of the loss with respect to Out.")
+      .Input(kXForGrad, "The forward X, for its shape only (PaddlePaddle 3's PIR gradients bind it instead of XShape).",
+             kDispensable)
       .Output(kDX, "Gradient of the loss with respect to X.")
-      .InferShape(InferGradFromXShape);
+      .InferShape(InferGradShapeFromXShapeOrX);
   return g;
 }
 

@@ -71,6 +71,18 @@ def exported(paddle):
     return out
 
 
+@pytest.fixture(scope="session")
+def trained(paddle):
+    """Paddle's own training programs in both formats: {format: directory holding mlp_train/ and
+    cnn_train/} (paddle_side.py train)."""
+    _, _, cache = paddle
+    out = {}
+    for fmt in ("pir", "legacy"):
+        run_side(paddle, "train", "--format", fmt, "--out", cache / ("train-" + fmt))
+        out[fmt] = cache / ("train-" + fmt)
+    return out
+
+
 def pytest_sessionfinish(session, exitstatus):
     if not RESULTS:
         return

@@ -6,12 +6,10 @@ Paddle and paddlec each bring their own protobuf runtime, so they never share a 
       builds each model with Paddle, saves it (PIR: model.json, legacy: model.pdmodel, plus
       model.pdiparams), and writes Paddle's own outputs for a fixed input: DIR/<model>/case.npz
   python paddle_side.py train --format {pir,legacy} --out DIR
-      an MLP training program (Adam) with its startup program, the initial persistables, a batch
-      and Paddle's losses for 3 steps
-  python paddle_side.py run-legacy --model FILE.pdmodel --params FILE --feeds case.npz --out OUT.npz
-      loads a .pdmodel (e.g. one paddlec wrote) with paddle.static.load_inference_model and runs it
-  python paddle_side.py run-train --main F --startup F --params F --feeds F --loss NAME --steps N --out F
-      runs a training program paddlec wrote, from the given parameters, and records the losses
+      Paddle's training programs of an MLP and a small CNN (Adam), each with its startup program, the
+      initial persistables (DIR/<name>/state.pdiparams), a batch and Paddle's losses for 3 steps
+  python paddle_side.py run-legacy --model F.pdmodel --params F --feeds F.npz --out OUT.npz [--steps N]
+      loads a .pdmodel (one paddlec wrote) with paddle.static.load_inference_model, runs it N times
 
 Everything is written atomically per model (a directory renamed into place), so an interrupted run
 never leaves a half-written model behind for the cache to trust.
@@ -266,77 +264,93 @@ def export(args):
 # ---- a training program ------------------------------------------------------------------------
 
 
+def train_programs(paddle):
+    """name -> (build(x, y) -> loss, image shape): Paddle's own training programs, on 28x28 images
+    and 10 classes (what `paddlec train` feeds from Fashion-MNIST)."""
+
+    def mlp(x, y):
+        h = paddle.static.nn.fc(x, 32, activation="relu")
+        return paddle.mean(paddle.nn.functional.cross_entropy(paddle.static.nn.fc(h, 10), y))
+
+    def cnn(x, y):  # conv2d, training-mode batch_norm, pooling, flatten: their grad ops as Paddle writes them
+        c = paddle.nn.functional.relu(paddle.nn.BatchNorm2D(4)(paddle.nn.Conv2D(1, 4, 3, padding=1)(x)))
+        c = paddle.flatten(paddle.nn.functional.max_pool2d(c, 2), 1)
+        return paddle.mean(paddle.nn.functional.cross_entropy(paddle.nn.Linear(4 * 14 * 14, 10)(c), y))
+
+    return {"mlp_train": (mlp, [784]), "cnn_train": (cnn, [1, 28, 28])}
+
+
 def train(args):
+    """Each of Paddle's own training programs (Adam): saved whole with its startup program, its
+    initial persistables (parameters, moments, beta powers, learning rate) in Paddle's .pdiparams
+    layout, one batch, and the losses of 3 steps on that batch, as Paddle computes them."""
     paddle = import_paddle(args.format)
     paddle.enable_static()
-    final = os.path.join(args.out, "mlp_train")
-    if os.path.exists(os.path.join(final, "losses.npy")):
-        return
-    tmp = atomic_dir(final)
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    main.random_seed = startup.random_seed = 1
-    with paddle.static.program_guard(main, startup):
-        x = paddle.static.data("x", [None, 16], "float32")
-        y = paddle.static.data("y", [None, 1], "int64")
-        h = paddle.static.nn.fc(x, 32, activation="relu")
-        logits = paddle.static.nn.fc(h, 4)
-        loss = paddle.mean(paddle.nn.functional.cross_entropy(logits, y))
-        paddle.optimizer.Adam(learning_rate=0.01).minimize(loss)
-    exe = paddle.static.Executor(paddle.CPUPlace())
-    exe.run(startup)
-    rng = np.random.RandomState(3)
-    batch = {"x": rng.uniform(-1, 1, (8, 16)).astype("float32"), "y": rng.randint(0, 4, (8, 1)).astype("int64")}
-    np.savez(os.path.join(tmp, "batch.npz"), **batch)
-    # The initial state (parameters, moments, beta powers, learning rate) in the params-file layout.
-    persist = sorted(v.name for v in main.list_vars() if v.persistable and v.name not in ("feed", "fetch"))
-    state = {n: np.array(paddle.static.global_scope().find_var(n).get_tensor()) for n in persist}
-    np.savez(os.path.join(tmp, "state.npz"), **state)
-    if args.format == "legacy":
-        with open(os.path.join(tmp, "main.pdmodel"), "wb") as f:
-            f.write(main.desc.serialize_to_string())
-        with open(os.path.join(tmp, "startup.pdmodel"), "wb") as f:
-            f.write(startup.desc.serialize_to_string())
-    else:
-        from paddle.base import core
+    for name, (build, shape) in train_programs(paddle).items():
+        final = os.path.join(args.out, name)
+        if os.path.exists(os.path.join(final, "losses.npy")):
+            continue
+        tmp = atomic_dir(final)
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        main.random_seed = startup.random_seed = 1
+        with paddle.static.program_guard(main, startup):
+            x = paddle.static.data("x", [None] + shape, "float32")
+            y = paddle.static.data("y", [None, 1], "int64")
+            loss = build(x, y)
+            paddle.optimizer.Adam(learning_rate=0.01).minimize(loss)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        rng = np.random.RandomState(3)
+        batch = {"x": rng.uniform(0, 1, [8] + shape).astype("float32"),
+                 "y": rng.randint(0, 10, (8, 1)).astype("int64")}
+        np.savez(os.path.join(tmp, "batch.npz"), **batch)
+        state = os.path.join(tmp, "state.pdiparams")
+        if args.format == "legacy":
+            from paddle.static.io import _serialize_persistables
 
-        core.serialize_pir_program(main, os.path.join(tmp, "main.json"), True, False, True)
-        core.serialize_pir_program(startup, os.path.join(tmp, "startup.json"), True, False, True)
-    losses = [float(np.asarray(exe.run(main, feed=batch, fetch_list=[loss])[0])) for _ in range(args.steps)]
-    np.save(os.path.join(tmp, "losses.npy"), np.array(losses, dtype="float64"))
-    with open(os.path.join(tmp, "meta.json"), "w") as f:
-        json.dump({"paddle": paddle.__version__, "loss": loss.name if args.format == "legacy" else "loss"}, f)
-    publish(tmp, final)
+            with open(state, "wb") as f:
+                f.write(_serialize_persistables(main, exe))
+            with open(os.path.join(tmp, "main.pdmodel"), "wb") as f:
+                f.write(main.desc.serialize_to_string())
+            with open(os.path.join(tmp, "startup.pdmodel"), "wb") as f:
+                f.write(startup.desc.serialize_to_string())
+        else:
+            from paddle.base import core
+            from paddle.static.pir_io import save_vars_pir
+
+            save_vars_pir(tmp, main, filename="state.pdiparams")
+            core.serialize_pir_program(main, os.path.join(tmp, "main.json"), True, False, True)
+            core.serialize_pir_program(startup, os.path.join(tmp, "startup.json"), True, False, True)
+        losses = [float(np.asarray(exe.run(main, feed=batch, fetch_list=[loss])[0])) for _ in range(args.steps)]
+        np.save(os.path.join(tmp, "losses.npy"), np.array(losses, dtype="float64"))
+        with open(os.path.join(tmp, "meta.json"), "w") as f:
+            json.dump({"paddle": paddle.__version__}, f)
+        publish(tmp, final)
 
 
 # ---- reading what paddlec wrote ----------------------------------------------------------------
 
 
 def run_legacy(args):
+    """Loads a .pdmodel (one paddlec wrote) with paddle.static.load_inference_model and runs it
+    --steps times on the same feeds: OUT.npz holds `feeds` and `fetches` (the names Paddle found)
+    and, per step s and fetch i, `s<s>_<i>` (absent where Paddle fetched nothing)."""
     paddle = import_paddle("legacy")
     paddle.enable_static()
     exe = paddle.static.Executor(paddle.CPUPlace())
+    # load_inference_model takes a path prefix: PREFIX.pdmodel and PREFIX.pdiparams.
     prefix = args.model[: -len(".pdmodel")]
-    program, feeds, fetches = paddle.static.load_inference_model(prefix, exe, params_filename=os.path.basename(args.params)
-                                                                 if args.params else None)
+    if os.path.abspath(args.params) != os.path.abspath(prefix + ".pdiparams"):
+        os.symlink(os.path.abspath(args.params), prefix + ".pdiparams")
+    program, feeds, fetches = paddle.static.load_inference_model(prefix, exe)
     case = np.load(args.feeds)
-    outs = exe.run(program, feed={n: case[n] for n in feeds}, fetch_list=fetches)
-    np.savez(args.out, **{"out%d" % i: np.asarray(o) for i, o in enumerate(outs)}, feeds=np.array(feeds))
-
-
-def run_train(args):
-    paddle = import_paddle("legacy")
-    paddle.enable_static()
-    exe = paddle.static.Executor(paddle.CPUPlace())
-    with open(args.main, "rb") as f:
-        main = paddle.static.Program.parse_from_string(f.read())
-    state = np.load(args.params)
-    scope = paddle.static.global_scope()
-    for name in state.files:
-        scope.var(name).get_tensor().set(state[name], paddle.CPUPlace())
-    batch = np.load(args.feeds)
-    losses = [float(np.asarray(exe.run(main, feed={k: batch[k] for k in batch.files}, fetch_list=[args.loss])[0]))
-              for _ in range(args.steps)]
-    np.save(args.out, np.array(losses, dtype="float64"))
+    out = {"feeds": np.array(feeds), "fetches": np.array([f.name for f in fetches])}
+    for step in range(args.steps):
+        values = exe.run(program, feed={n: case[n] for n in feeds}, fetch_list=fetches, return_numpy=False)
+        for i, v in enumerate(values):
+            if v is not None and v._is_initialized():
+                out["s%d_%d" % (step, i)] = np.array(v)
+    np.savez(args.out, **out)
 
 
 def main():
@@ -351,16 +365,11 @@ def main():
     t.add_argument("--out", required=True)
     t.add_argument("--steps", type=int, default=3)
     r = sub.add_parser("run-legacy")
-    r.add_argument("--model", required=True)
-    r.add_argument("--params", default="")
-    r.add_argument("--feeds", required=True)
-    r.add_argument("--out", required=True)
-    rt = sub.add_parser("run-train")
-    for k in ("main", "params", "feeds", "loss", "out"):
-        rt.add_argument("--" + k, required=True)
-    rt.add_argument("--steps", type=int, default=3)
+    for k in ("model", "params", "feeds", "out"):
+        r.add_argument("--" + k, required=True)
+    r.add_argument("--steps", type=int, default=1)
     args = p.parse_args()
-    {"export": export, "train": train, "run-legacy": run_legacy, "run-train": run_train}[args.cmd](args)
+    {"export": export, "train": train, "run-legacy": run_legacy}[args.cmd](args)
 
 
 if __name__ == "__main__":
