@@ -8,8 +8,9 @@ Paddle and paddlec each bring their own protobuf runtime, so they never share a 
   python paddle_side.py train --format {pir,legacy} --out DIR
       Paddle's training programs of an MLP and a small CNN (Adam), each with its startup program, the
       initial persistables (DIR/<name>/state.pdiparams), a batch and Paddle's losses for 3 steps
-  python paddle_side.py run-legacy --model F.pdmodel --params F --feeds F.npz --out OUT.npz [--steps N]
-      loads a .pdmodel (one paddlec wrote) with paddle.static.load_inference_model, runs it N times
+  python paddle_side.py run-legacy --model F.pdmodel --params F --feeds F.npz --out OUT.npz [--steps N] [--predictor]
+      loads a .pdmodel (one paddlec wrote) with paddle.static.load_inference_model, runs it N times,
+      and with --predictor once more through paddle.inference
 
 Everything is written atomically per model (a directory renamed into place), so an interrupted run
 never leaves a half-written model behind for the cache to trust.
@@ -334,7 +335,8 @@ def train(args):
 def run_legacy(args):
     """Loads a .pdmodel (one paddlec wrote) with paddle.static.load_inference_model and runs it
     --steps times on the same feeds: OUT.npz holds `feeds` and `fetches` (the names Paddle found)
-    and, per step s and fetch i, `s<s>_<i>` (absent where Paddle fetched nothing)."""
+    and, per step s and fetch i, `s<s>_<i>` (absent where Paddle fetched nothing); with --predictor
+    also `predictor_outputs` and `p_<i>`, what paddle.inference's predictor returns."""
     paddle = import_paddle("legacy")
     paddle.enable_static()
     exe = paddle.static.Executor(paddle.CPUPlace())
@@ -350,6 +352,18 @@ def run_legacy(args):
         for i, v in enumerate(values):
             if v is not None and v._is_initialized():
                 out["s%d_%d" % (step, i)] = np.array(v)
+    if args.predictor:
+        # The deployment path: paddle.inference's predictor, with its own graph optimizations.
+        config = paddle.inference.Config(args.model, prefix + ".pdiparams")
+        config.disable_gpu()
+        predictor = paddle.inference.create_predictor(config)
+        for name in predictor.get_input_names():
+            predictor.get_input_handle(name).copy_from_cpu(case[name])
+        predictor.run()
+        names = predictor.get_output_names()
+        out["predictor_outputs"] = np.array(names)
+        for i, name in enumerate(names):
+            out["p_%d" % i] = predictor.get_output_handle(name).copy_to_cpu()
     np.savez(args.out, **out)
 
 
@@ -368,6 +382,7 @@ def main():
     for k in ("model", "params", "feeds", "out"):
         r.add_argument("--" + k, required=True)
     r.add_argument("--steps", type=int, default=1)
+    r.add_argument("--predictor", action="store_true", help="also run it with paddle.inference's predictor")
     args = p.parse_args()
     {"export": export, "train": train, "run-legacy": run_legacy}[args.cmd](args)
 

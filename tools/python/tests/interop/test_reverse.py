@@ -1,8 +1,8 @@
 """What paddlec writes, PaddlePaddle reads (issue 11, item 5): a .pdmodel written by `paddlec
-compile` (forward, --train, --inference) loads with paddle.static.load_inference_model, finds its
-feeds and fetches, and gives paddlec's outputs on the same parameters; a training program's losses
-and updates agree step by step. And a Paddle 3 PIR model converted by paddlec to a .pdmodel runs in
-Paddle with Paddle's own outputs."""
+compile` (forward, --train, --inference) loads with paddle.static.load_inference_model (and the
+--inference one with paddle.inference's predictor), finds its feeds and fetches, and gives paddlec's
+outputs on the same parameters; a training program's losses agree step by step. And a Paddle 3 PIR
+model converted by paddlec to a .pdmodel runs in Paddle, both ways, with Paddle's own outputs."""
 
 import subprocess
 
@@ -46,8 +46,11 @@ def test_paddle_runs_what_paddlec_wrote(paddle, cli, config, mode, tmp_path):
     paddlec(cli, "run", model, "--params", params, "--steps", steps, "--each-step", "--out", out, *feeds)
 
     side = tmp_path / "paddle.npz"
+    # An inference program also goes through paddle.inference's predictor (which runs every program in
+    # inference mode: batch_norm on its running statistics, so not the forward or training programs).
+    predictor = ["--predictor"] if mode == "inference" else []
     run_side(paddle, "run-legacy", "--model", model, "--params", params, "--feeds", tmp_path / "case.npz", "--out",
-             side, "--steps", steps)
+             side, "--steps", steps, *predictor)
     got = np.load(side)
     assert sorted(got["feeds"]) == ["img", "label"]
     fetches = list(got["fetches"])
@@ -62,6 +65,12 @@ def test_paddle_runs_what_paddlec_wrote(paddle, cli, config, mode, tmp_path):
             bound = 1e-4 * max(1.0, float(np.max(np.abs(ref))) if ref.size else 1.0)
             diff = float(np.max(np.abs(mine[s].astype("float64") - ref))) if ref.size else 0.0
             assert diff <= bound, "%s step %d: max abs diff %g > %g" % (name, s, diff, bound)
+    if predictor:
+        assert list(got["predictor_outputs"]) == fetches
+        for i, name in enumerate(fetches):
+            mine, ref = np.load(out / (name.replace("/", "_") + ".npy"))[0], got["p_%d" % i]
+            bound = 1e-4 * max(1.0, float(np.max(np.abs(ref))) if ref.size else 1.0)
+            assert mine.shape == ref.shape and float(np.max(np.abs(mine - ref))) <= bound, name
 
 
 @pytest.mark.parametrize("model", ["resnet18", "transformer_encoder"])
@@ -72,10 +81,11 @@ def test_paddle_runs_a_pir_model_paddlec_converted(paddle, exported, cli, model,
     case = np.load(d / "case.npz")
     side = tmp_path / "paddle.npz"
     run_side(paddle, "run-legacy", "--model", converted, "--params", d / "model.pdiparams", "--feeds", d / "case.npz",
-             "--out", side)
+             "--out", side, "--predictor")
     got = np.load(side)
     want = [case[k] for k in sorted((k for k in case.files if k.startswith("out")), key=lambda k: int(k[3:]))]
-    assert len(got["fetches"]) == len(want)
+    assert len(got["fetches"]) == len(want) == len(got["predictor_outputs"])
     for i, ref in enumerate(want):
         bound = 1e-4 * max(1.0, float(np.max(np.abs(ref))))
         assert float(np.max(np.abs(got["s0_%d" % i] - ref))) <= bound
+        assert float(np.max(np.abs(got["p_%d" % i] - ref))) <= bound
