@@ -57,5 +57,27 @@ TEST_CASE("the CUDA backend registers a GPU twin for each CPU kernel of the mode
   }
 }
 
+TEST_CASE("the fused ops of -O1 and -O2 have GPU twins for each CPU dtype") {
+  const cuda::BackendApi* api = LoadApi();
+  if (api == nullptr) return;
+  ops::OpRegistry r;
+  ops::RegisterAllOps(r);
+  char why[512] = {};
+  REQUIRE_MESSAGE(api->register_kernels(&r, why, sizeof(why)) == 0, why);
+  for (const char* type : {"fc", "fused_elemwise_activation", "fused_conv2d_bn_act"}) {
+    CAPTURE(type);
+    const ops::OpInfo* info = r.Find(type);
+    REQUIRE(info != nullptr);
+    int cpu = 0;
+    for (auto [device, dtype] : info->KernelKeys()) {
+      if (device != DeviceType::kCPU) continue;
+      ++cpu;
+      CAPTURE(DTypeName(dtype));
+      CHECK(info->FindKernel(DeviceType::kCUDA, dtype) != nullptr);
+    }
+    CHECK(cpu == 2);  // float32 and float64
+  }
+}
+
 }  // namespace
 }  // namespace paddlec::exec

@@ -1,7 +1,9 @@
 // fc: a fully connected layer, Out = act(Input * W + Bias), as one GEMM whose bias and activation
 // run as oneDNN post-ops (math/gemm.h), so Out is written once. PaddlePaddle's inference programs
-// use the same op; paddlec's fuse-fc pass writes it in place of mul + elementwise_add (+ relu).
+// use the same op; paddlec's fuse-fc pass writes it in place of mul + elementwise_add (+ relu). The GPU
+// runs it as cuBLAS's GEMM and fc.cu's epilogue (matmul_cuda.cc).
 #include "common/cpu_kernels.h"
+#include "math/fc_slots.h"
 #include "math/gemm.h"
 #include "math/matmul_shape.h"
 #include "paddlec/ops/op_registry.h"
@@ -9,17 +11,7 @@
 namespace paddlec::ops {
 namespace {
 
-inline constexpr InSlot kInput{0, "Input"};
-inline constexpr InSlot kW{1, "W"};
-inline constexpr InSlot kBias{2, "Bias"};
-inline constexpr OutSlot kFcOut{0, "Out"};
-
-struct FcAttrs {
-  int in_num_col_dims;
-  bool relu;
-  explicit FcAttrs(const AttrReader& a)
-      : in_num_col_dims(a.Get<int>("in_num_col_dims")), relu(a.Get<std::string>("activation_type") == "relu") {}
-};
+using namespace fc;  // NOLINT: the op's shared slots and attributes
 
 Status InferFc(InferShapeContext& ctx) {
   if (ctx.attrs().Get<bool>("padding_weights"))

@@ -4,67 +4,17 @@
 // have one shape here (the pass fuses only those), so each element is read and written once instead
 // of the intermediate being written and read back.
 #include <cmath>
-#include <optional>
 
 #include "common/cpu_kernels.h"
+#include "math/fused_elementwise_slots.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
 namespace {
 
-inline constexpr InSlot kX{0, "X"};
-inline constexpr InSlot kY{1, "Y"};
-inline constexpr OutSlot kOut{0, "Out"};
-inline constexpr OutSlot kIntermediateOut{1, "IntermediateOut"};
-
-enum class Binary { kAdd, kSub, kMul };
-enum class Unary { kRelu, kTanh, kSigmoid, kScale };
-
-std::optional<Binary> ParseBinary(const std::string& s) {
-  if (s == "elementwise_add") return Binary::kAdd;
-  if (s == "elementwise_sub") return Binary::kSub;
-  if (s == "elementwise_mul") return Binary::kMul;
-  return std::nullopt;
-}
-std::optional<Unary> ParseUnary(const std::string& s) {
-  if (s == "relu") return Unary::kRelu;
-  if (s == "tanh") return Unary::kTanh;
-  if (s == "sigmoid") return Unary::kSigmoid;
-  if (s == "scale") return Unary::kScale;
-  return std::nullopt;
-}
-
-/// The decoded functor list: Out = unary(binary(X, Y)), or binary(X, unary(Y)) when !unary_outside.
-struct Functors {
-  Binary binary = Binary::kAdd;
-  Unary unary = Unary::kRelu;
-  bool unary_outside = true;
-  float scale = 1.0f;
-
-  static StatusOr<Functors> Decode(const AttrReader& a) {
-    const auto list = a.Get<std::vector<std::string>>("functor_list");
-    Functors f;
-    f.scale = a.Get<float>("scale");
-    if (list.size() == 2) {
-      const auto u0 = ParseUnary(list[0]), u1 = ParseUnary(list[1]);
-      const auto b0 = ParseBinary(list[0]), b1 = ParseBinary(list[1]);
-      if (u0 && b1) {
-        f.unary = *u0, f.binary = *b1, f.unary_outside = true;
-        return f;
-      }
-      if (b0 && u1) {
-        f.unary = *u1, f.binary = *b0, f.unary_outside = false;
-        return f;
-      }
-    }
-    std::string got;
-    for (const auto& s : list) got += (got.empty() ? "" : ", ") + s;
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "functor_list [{}] is not supported: expected one of elementwise_add, elementwise_sub, "
-                     "elementwise_mul and one of relu, tanh, sigmoid, scale",
-                     got);
-  }
-};
+using namespace fused_elementwise;  // NOLINT: the op's shared slots and functors
+using Binary = FusedBinary;
+using Unary = FusedUnary;
 
 template <class T>
 inline T ApplyUnary(Unary u, T v, T scale) {
@@ -94,7 +44,7 @@ inline T ApplyBinary(Binary b, T x, T y) {
 }
 
 Status InferFusedElementwise(InferShapeContext& ctx) {
-  PC_RETURN_IF_ERROR(Functors::Decode(ctx.attrs()).status());
+  PC_RETURN_IF_ERROR(DecodeFunctors(ctx.attrs()).status());
   const Dims x = ctx.InputDims(kX), y = ctx.InputDims(kY);
   if (ctx.InputDType(kX) != ctx.InputDType(kY))
     return ctx.Fail("X has dtype {} but Y has dtype {}: the fused op needs operands of one dtype",
@@ -112,7 +62,7 @@ Status InferFusedElementwise(InferShapeContext& ctx) {
 template <class T>
 class FusedElementwiseKernel final : public OpKernel {
  public:
-  explicit FusedElementwiseKernel(const KernelInit& init) : f_(Functors::Decode(init.attrs).value()) {}
+  explicit FusedElementwiseKernel(const KernelInit& init) : f_(DecodeFunctors(init.attrs).value()) {}
 
   Status Run(KernelContext& ctx) override {
     const T* x = ctx.In(kX).data<T>();
@@ -120,7 +70,7 @@ class FusedElementwiseKernel final : public OpKernel {
     T* out = ctx.Out(kOut).data<T>();
     Tensor* mid = ctx.OutOpt(kIntermediateOut);
     T* m = mid != nullptr && mid->numel() > 0 ? mid->data<T>() : nullptr;
-    const Functors f = f_;
+    const FusedFunctors f = f_;
     const T scale = static_cast<T>(f.scale);
     ParallelChunks(ctx.In(kX).numel(), [&](int64_t b, int64_t n) {
       for (int64_t i = b; i < b + n; ++i) {
@@ -133,13 +83,13 @@ class FusedElementwiseKernel final : public OpKernel {
   }
 
  private:
-  Functors f_;
+  FusedFunctors f_;
 };
 
-/// Functors::Decode's error at kernel creation (validate reports it first).
+/// DecodeFunctors's error at kernel creation (validate reports it first).
 template <class T>
 StatusOr<std::unique_ptr<OpKernel>> MakeFusedElementwise(const KernelInit& init) {
-  PC_RETURN_IF_ERROR(Functors::Decode(init.attrs).status());
+  PC_RETURN_IF_ERROR(DecodeFunctors(init.attrs).status());
   return std::unique_ptr<OpKernel>(new FusedElementwiseKernel<T>(init));
 }
 

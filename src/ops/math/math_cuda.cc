@@ -1,7 +1,7 @@
 // The math family's CUDA kernels: registration of the whole family, and the small ops scale, sum
 // (add_n) and square (math.cc's twins; launchers in math.cu). The larger concepts have their own
-// files beside this one: elementwise_cuda.cc, matmul_cuda.cc, reduce_cuda.cc, cos_sim_cuda.cc,
-// expand_cuda.cc, cumsum_cuda.cc, compare_cuda.cc.
+// files beside this one: elementwise_cuda.cc, matmul_cuda.cc (with fc), fused_elementwise_cuda.cc,
+// reduce_cuda.cc, cos_sim_cuda.cc, expand_cuda.cc, cumsum_cuda.cc, compare_cuda.cc.
 // Built into libpaddlec_cuda.so only.
 #include <type_traits>
 #include <vector>
@@ -136,6 +136,7 @@ Status RegisterMathCudaKernels(OpRegistry& r) {
   PC_RETURN_IF_ERROR(RegisterFor<int64_t>(r, DType::kInt64));
   PC_RETURN_IF_ERROR(RegisterElementwiseCudaKernels(r));
   PC_RETURN_IF_ERROR(RegisterMatmulCudaKernels(r));
+  PC_RETURN_IF_ERROR(RegisterFusedElementwiseCudaKernels(r));
   PC_RETURN_IF_ERROR(RegisterReduceCudaKernels(r));
   PC_RETURN_IF_ERROR(RegisterCosSimCudaKernels(r));
   PC_RETURN_IF_ERROR(RegisterExpandCudaKernels(r));

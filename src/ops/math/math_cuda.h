@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "math/compare_kind.h"
+#include "math/fused_elementwise_kind.h"
 #include "math/math_cuda_index.h"
 
 namespace paddlec::ops::cuda {
@@ -45,6 +46,18 @@ cudaError_t BinaryGradDirect(BinaryOp op, bool dx, const BinaryGradInputs<T>& in
 template <class T>
 cudaError_t BinaryGradReduce(BinaryOp op, bool dx, const BinaryGradInputs<T>& in, T* grad, const ReduceIndex<3>& idx,
                              const ReducePlan& plan, void* scratch, cudaStream_t s);
+
+// ---- fused_elementwise.cu, fc.cu -----------------------------------------------------------------
+
+/// fused_elemwise_activation over n elements of equal-shaped X and Y: out = f(x, y) and, when `mid`
+/// is not null, mid = the inner function's result. T: float, double.
+template <class T>
+cudaError_t FusedElementwise(const FusedFunctors& f, const T* x, const T* y, T* out, T* mid, int64_t n,
+                             cudaStream_t s);
+/// fc's epilogue in place over a row-major [rows, cols] product: y = act(y + bias[col]); bias may be
+/// null, act = relu or identity. T: float, double.
+template <class T>
+cudaError_t RowBiasActivation(T* y, const T* bias, int64_t rows, int64_t cols, bool relu, cudaStream_t s);
 
 // ---- reduce.cu ---------------------------------------------------------------------------------
 

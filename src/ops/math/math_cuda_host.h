@@ -40,5 +40,6 @@ Status RegisterCosSimCudaKernels(OpRegistry& r);
 Status RegisterExpandCudaKernels(OpRegistry& r);
 Status RegisterCumsumCudaKernels(OpRegistry& r);
 Status RegisterCompareCudaKernels(OpRegistry& r);
+Status RegisterFusedElementwiseCudaKernels(OpRegistry& r);
 
 }  // namespace paddlec::ops

@@ -1,4 +1,4 @@
-// mul and matmul_v2 and their gradients on the GPU: cuBLAS (S/D)gemm and gemmStridedBatched on the
+// mul and matmul_v2 and their gradients, and fc, on the GPU: cuBLAS (S/D)gemm and gemmStridedBatched on the
 // context's handle (bound to its stream), planned by matmul_shape.h exactly as the CPU plans oneDNN.
 //
 // Row-major on column-major cuBLAS: a row-major [r, c] matrix read column-major is its transpose,
@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "math/fc_slots.h"
 #include "math/math_cuda_host.h"
 #include "math/matmul_shape.h"
 
@@ -126,6 +127,39 @@ class MulCuda final : public OpKernel {
  private:
   MulAttrs attrs_;
   Dims x_dims_{-2}, y_dims_{-2};
+  CudaGemm<T> gemm_;
+};
+
+// ---- fc ----------------------------------------------------------------------------------------
+
+/// fc (fc.cc): mul's GEMM of Input [M, K] by W [K, N], then fc.cu's bias and relu in place.
+template <class T>
+class FcCuda final : public OpKernel {
+ public:
+  explicit FcCuda(const KernelInit& init) : attrs_(init.attrs) {}
+
+  Status Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.In(fc::kInput);
+    const Tensor& w = ctx.In(fc::kW);
+    const Tensor* bias = ctx.InOpt(fc::kBias);
+    if (!(x.dims() == x_dims_ && w.dims() == w_dims_)) {
+      PC_ASSIGN_OR_RETURN(MulDims d, AnalyzeMul(x.dims(), w.dims(), attrs_.in_num_col_dims, 1));
+      gemm_.Plan(d.Forward());
+      x_dims_ = x.dims();
+      w_dims_ = w.dims();
+    }
+    T* out = ctx.Out(fc::kFcOut).data<T>();
+    PC_RETURN_IF_ERROR(gemm_.Run(ctx, x.data<T>(), w.data<T>(), out));
+    if (bias == nullptr && !attrs_.relu) return Status::OK();
+    const GemmShape& s = gemm_.shape();
+    return cuda::Launched(cuda::RowBiasActivation<T>(out, bias != nullptr ? bias->data<T>() : nullptr, s.m, s.n,
+                                                     attrs_.relu, cuda::Stream(ctx)),
+                          "fc bias and activation");
+  }
+
+ private:
+  fc::FcAttrs attrs_;
+  Dims x_dims_{-2}, w_dims_{-2};
   CudaGemm<T> gemm_;
 };
 
@@ -256,6 +290,7 @@ template <class T>
 Status RegisterFor(OpRegistry& r, DType t) {
   PC_RETURN_IF_ERROR(r.AddKernel("mul", DeviceType::kCUDA, t, MakeKernelClass<MulCuda<T>>()));
   PC_RETURN_IF_ERROR(r.AddKernel("mul_grad", DeviceType::kCUDA, t, MakeKernelClass<MulGradCuda<T>>()));
+  PC_RETURN_IF_ERROR(r.AddKernel("fc", DeviceType::kCUDA, t, MakeKernelClass<FcCuda<T>>()));
   PC_RETURN_IF_ERROR(r.AddKernel("matmul_v2", DeviceType::kCUDA, t, MakeKernelClass<MatmulV2Cuda<T>>()));
   return r.AddKernel("matmul_v2_grad", DeviceType::kCUDA, t, MakeKernelClass<MatmulV2GradCuda<T>>());
 }

@@ -44,6 +44,7 @@ namespace {
 
 using namespace conv;  // NOLINT: the family's shared slots and attributes
 using nn::ConvGeometry;
+using nn::FusedPoolAttrs;
 using nn::Window2d;
 
 /// oneDNN fusion attributes PaddlePaddle's inference passes may set; paddlec runs the unfused ops,
@@ -366,42 +367,6 @@ class ConvTransposeGradKernel final : public OpKernel {
 };
 
 // ---- fused_conv2d_bn_act (inference) -------------------------------------------------------
-
-/// The pooling fused after the convolution (fuse-conv-pool), or none.
-struct FusedPoolAttrs {
-  std::string type;  // "", "max" or "avg"
-  std::vector<int> ksize, strides, paddings;
-  bool exclusive = true;
-
-  static FusedPoolAttrs Decode(const AttrReader& a) {
-    return {a.Get<std::string>("pooling_type"), a.Get<std::vector<int>>("pool_ksize"),
-            a.Get<std::vector<int>>("pool_strides"), a.Get<std::vector<int>>("pool_paddings"),
-            a.Get<bool>("pool_exclusive")};
-  }
-  /// The pooling window over the convolution's output `g`; an error names what does not fit.
-  StatusOr<nn::ConvPool> Window(const ConvGeometry& g) const {
-    if (ksize.size() != 2 || strides.size() != 2 || (paddings.size() != 2 && paddings.size() != 4))
-      return MakeError(ErrorCode::kShape,
-                       "pool_ksize and pool_strides need 2 values and pool_paddings 2 or 4, but they have {}, {} and "
-                       "{}",
-                       ksize.size(), strides.size(), paddings.size());
-    nn::ConvPool p;
-    p.max = type == "max";
-    p.exclusive = exclusive;
-    for (int ax = 0; ax < 2; ++ax) {
-      p.w.in[ax] = g.w.out[ax];
-      p.w.kernel[ax] = ksize[ax];
-      p.w.stride[ax] = strides[ax];
-    }
-    nn::ResolvePadding(paddings, nn::PaddingAlgorithm::kExplicit, p.w);
-    nn::ComputeOutputSize(p.w, /*ceil_mode=*/false);
-    for (int ax = 0; ax < 2; ++ax)
-      if (p.w.out[ax] == -2)
-        return MakeError(ErrorCode::kShape, "the pooling window {} {} does not fit the convolution's output {} {}",
-                         nn::AxisName(ax), p.w.kernel[ax], nn::AxisName(ax), p.w.in[ax]);
-    return p;
-  }
-};
 
 Status InferFusedConv(InferShapeContext& ctx) {
   Dims x = ctx.InputDims(kInput), f = ctx.InputDims(kFilter);

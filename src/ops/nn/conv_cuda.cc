@@ -451,9 +451,25 @@ class ConvTransposeGradKernel final : public OpKernel {
   CudnnConv<T> conv_;
 };
 
-/// conv2d + inference batch_norm (+ relu): the batch-norm affine map is folded into a filter and a
-/// bias on the device every run (FoldBatchNorm, O * C/g * KH * KW multiplies), the convolution runs
-/// on the folded filter, then one element-wise pass adds the bias and applies the relu.
+/// fused_conv2d_bn_act's pooling (fuse-conv-pool) as pool.cu's launch shape: the windows of
+/// conv.cc's FusedPoolAttrs::Window over the convolution's N * O output planes.
+cuda::PoolShape FusedPoolShape(const ConvGeometry& g, const ConvPool& p) {
+  cuda::PoolShape s{};
+  s.planes = g.n * g.o;
+  for (int ax = 0; ax < 2; ++ax)
+    s.axis[ax] = {p.w.in[ax], p.w.out[ax], p.w.kernel[ax], p.w.stride[ax], p.w.pad_before(ax)};
+  s.max = p.max;
+  s.adaptive = false;
+  s.count_clipped = p.exclusive;
+  return s;
+}
+
+/// conv2d + inference batch_norm (+ relu) (+ a pooling): the batch-norm affine map is folded into a
+/// filter and a bias on the device every run (FoldBatchNorm, O * C/g * KH * KW multiplies), the
+/// convolution runs on the folded filter, then one element-wise pass adds the bias and applies the
+/// relu; with a pooling, the convolution writes kernel-owned scratch and pool.cu's kernel pools it
+/// into Output. blocked_input / blocked_output (the CPU's oneDNN layout, set by the layout pass) are
+/// ignored: on the GPU both ends of a fused pair stay NCHW.
 template <class T>
 class FusedConvKernel final : public OpKernel {
  public:
@@ -461,14 +477,10 @@ class FusedConvKernel final : public OpKernel {
       : attrs_(ConvAttrs::Decode(init.attrs)),
         epsilon_(init.attrs.Get<float>("epsilon")),
         relu_(init.attrs.Get<std::string>("activation") == "relu"),
-        pooled_(!init.attrs.Get<std::string>("pooling_type").empty()),
+        pool_attrs_(FusedPoolAttrs::Decode(init.attrs)),
         conv_(attrs_) {}
 
   Status Run(KernelContext& ctx) override {
-    if (pooled_)
-      return MakeError(ErrorCode::kUnimplemented,
-                       "fused_conv2d_bn_act with a fused pooling (fuse-conv-pool) has no GPU kernel; compile the "
-                       "program for the GPU without -O");
     CudaContext& cc = cuda::Cuda(ctx);
     const Tensor& x = ctx.In(kInput);
     const Tensor& f = ctx.In(kFilter);
@@ -476,10 +488,28 @@ class FusedConvKernel final : public OpKernel {
     ConvGeometry g = GeometryOf(x.dims(), f.dims(), attrs_);
     if (g.empty()) return ZeroFill(cc, &out);
     PC_RETURN_IF_ERROR(conv_.Prepare(g));
+    std::optional<ConvPool> pool;
+    if (!pool_attrs_.type.empty()) {
+      PC_ASSIGN_OR_RETURN(pool, pool_attrs_.Window(g));
+    }
+    T* y = out.data<T>();
+    if (pool) {
+      PC_ASSIGN_OR_RETURN(y, unpooled_.Get<T>(cc, g.n * g.o * g.w.out[0] * g.w.out[1]));
+    }
+    PC_RETURN_IF_ERROR(Convolve(ctx, cc, g, y));
+    if (!pool) return Status::OK();
+    return cuda::Launched(cuda::PoolForward<T>(FusedPoolShape(g, *pool), y, out.data<T>(), cc.stream()),
+                          "fused_conv2d_bn_act pooling");
+  }
+
+ private:
+  /// y = act(conv(x, folded filter) + folded bias), NCHW of the convolution's output size.
+  Status Convolve(KernelContext& ctx, CudaContext& cc, const ConvGeometry& g, T* y) {
+    const Tensor& f = ctx.In(kFilter);
     if (ctx.InOpt(kFScale) == nullptr) {
       // conv + bias (+ relu): the filter and the bias as they are.
-      PC_ASSIGN_OR_RETURN(const T* xin, conv_.Input(cc, x.data<T>()));
-      PC_RETURN_IF_ERROR(conv_.Forward(cc, xin, f.data<T>(), out.data<T>()));
+      PC_ASSIGN_OR_RETURN(const T* xin, conv_.Input(cc, ctx.In(kInput).data<T>()));
+      PC_RETURN_IF_ERROR(conv_.Forward(cc, xin, f.data<T>(), y));
       if (ctx.InOpt(kFBias) == nullptr && !relu_) return Status::OK();
       PC_ASSIGN_OR_RETURN(T * zeros, folded_.Get<T>(cc, g.o));
       const T* bias = zeros;
@@ -487,9 +517,8 @@ class FusedConvKernel final : public OpKernel {
         bias = ctx.In(kFBias).data<T>();
       else
         PC_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zeros, 0, static_cast<size_t>(g.o) * sizeof(T), cc.stream()));
-      return cuda::Launched(
-          cuda::BiasActivation<T>(out.data<T>(), bias, g.n, g.o, g.w.out[0] * g.w.out[1], relu_, cc.stream()),
-          "fused_conv2d_bn_act bias and activation");
+      return cuda::Launched(cuda::BiasActivation<T>(y, bias, g.n, g.o, g.w.out[0] * g.w.out[1], relu_, cc.stream()),
+                            "fused_conv2d_bn_act bias and activation");
     }
     const int64_t per_out = f.numel() / g.o;
     PC_ASSIGN_OR_RETURN(T * folded, folded_.Get<T>(cc, f.numel() + g.o));
@@ -499,20 +528,19 @@ class FusedConvKernel final : public OpKernel {
                                               ctx.In(kFMean).data<T>(), ctx.In(kFVariance).data<T>(), epsilon_, g.o,
                                               per_out, folded, bias, cc.stream()),
                        "fused_conv2d_bn_act fold"));
-    PC_ASSIGN_OR_RETURN(const T* xin, conv_.Input(cc, x.data<T>()));
-    PC_RETURN_IF_ERROR(conv_.Forward(cc, xin, folded, out.data<T>()));
-    return cuda::Launched(
-        cuda::BiasActivation<T>(out.data<T>(), bias, g.n, g.o, g.w.out[0] * g.w.out[1], relu_, cc.stream()),
-        "fused_conv2d_bn_act bias and activation");
+    PC_ASSIGN_OR_RETURN(const T* xin, conv_.Input(cc, ctx.In(kInput).data<T>()));
+    PC_RETURN_IF_ERROR(conv_.Forward(cc, xin, folded, y));
+    return cuda::Launched(cuda::BiasActivation<T>(y, bias, g.n, g.o, g.w.out[0] * g.w.out[1], relu_, cc.stream()),
+                          "fused_conv2d_bn_act bias and activation");
   }
 
- private:
   ConvAttrs attrs_;
   float epsilon_;
   bool relu_;
-  bool pooled_;
+  FusedPoolAttrs pool_attrs_;
   CudnnConv<T> conv_;
-  DeviceScratch folded_;  // folded filter, then the folded bias
+  DeviceScratch folded_;    // folded filter, then the folded bias
+  DeviceScratch unpooled_;  // with a pooling: the convolution's output
 };
 
 template <class T>

@@ -35,15 +35,6 @@ struct ConvLayouts {
 /// depthwise (oneDNN's depthwise kernels need the blocked layout; numbers in conv.cc).
 ConvLayouts DefaultConvLayouts(const ConvGeometry& g);
 
-/// A pooling of the convolution's result that runs while the result is still in oneDNN's layout (the
-/// convolution's output then never exists in NCHW: only the pooled result is reordered back).
-struct ConvPool {
-  bool max = true;
-  bool exclusive = true;  // averages over the window's input elements only
-  Window2d w;             // w.in = the convolution's output size; w.out = the pooled size
-  bool operator==(const ConvPool&) const = default;
-};
-
 /// How a fused forward convolution meets its neighbours (fused_conv2d_bn_act's layout attributes).
 struct ConvForwardIo {
   bool blocked_src = false;        // x is in ActivationBlockTag()'s layout (written so by a producer)

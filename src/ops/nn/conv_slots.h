@@ -89,4 +89,50 @@ Status ConvGeometryOf(const Dims& x, const Dims& f, const conv::ConvAttrs& a, Co
 /// g.w.out = (H, W). conv.cc.
 Status ConvTransposeGeometryOf(const Dims& x, const Dims& f, const conv::ConvAttrs& a, ConvGeometry& g);
 
+/// A pooling of a fused convolution's result (fuse-conv-pool): on the CPU it runs while the result is
+/// still in oneDNN's layout (only the pooled result is reordered back, conv_onednn.h); on the GPU
+/// pool.cu's kernel pools the convolution's NCHW result.
+struct ConvPool {
+  bool max = true;
+  bool exclusive = true;  // averages over the window's input elements only
+  Window2d w;             // w.in = the convolution's output size; w.out = the pooled size
+  bool operator==(const ConvPool&) const = default;
+};
+
+/// The pooling fused after the convolution (fuse-conv-pool), or none.
+struct FusedPoolAttrs {
+  std::string type;  // "", "max" or "avg"
+  std::vector<int> ksize, strides, paddings;
+  bool exclusive = true;
+
+  static FusedPoolAttrs Decode(const AttrReader& a) {
+    return {a.Get<std::string>("pooling_type"), a.Get<std::vector<int>>("pool_ksize"),
+            a.Get<std::vector<int>>("pool_strides"), a.Get<std::vector<int>>("pool_paddings"),
+            a.Get<bool>("pool_exclusive")};
+  }
+  /// The pooling window over the convolution's output `g`; an error names what does not fit.
+  StatusOr<ConvPool> Window(const ConvGeometry& g) const {
+    if (ksize.size() != 2 || strides.size() != 2 || (paddings.size() != 2 && paddings.size() != 4))
+      return MakeError(ErrorCode::kShape,
+                       "pool_ksize and pool_strides need 2 values and pool_paddings 2 or 4, but they have {}, {} and "
+                       "{}",
+                       ksize.size(), strides.size(), paddings.size());
+    ConvPool p;
+    p.max = type == "max";
+    p.exclusive = exclusive;
+    for (int ax = 0; ax < 2; ++ax) {
+      p.w.in[ax] = g.w.out[ax];
+      p.w.kernel[ax] = ksize[ax];
+      p.w.stride[ax] = strides[ax];
+    }
+    ResolvePadding(paddings, PaddingAlgorithm::kExplicit, p.w);
+    ComputeOutputSize(p.w, /*ceil_mode=*/false);
+    for (int ax = 0; ax < 2; ++ax)
+      if (p.w.out[ax] == -2)
+        return MakeError(ErrorCode::kShape, "the pooling window {} {} does not fit the convolution's output {} {}",
+                         AxisName(ax), p.w.kernel[ax], AxisName(ax), p.w.in[ax]);
+    return p;
+  }
+};
+
 }  // namespace paddlec::ops::nn
