@@ -21,7 +21,8 @@ std::string OptimizationPasses(int level, bool inference) {
   if (level >= 1)
     p += inference ? ",fold,fuse-conv-bn-act,fuse-conv-bias-act,fuse-conv-pool,fuse-fc,fuse-elementwise,dce"
                    : ",fold,fuse-conv-bias-act,fuse-fc,fuse-elementwise,dce";
-  if (level >= 2) p += ",plan-memory";
+  // layout renames the tensors it keeps blocked, so like plan-memory it belongs to -O2.
+  if (level >= 2) p += inference ? ",layout,plan-memory" : ",plan-memory";
   return p;
 }
 

@@ -125,7 +125,8 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
                      .seed = options.seed,
                      .threads = options.threads,
                      .keep_denormals = options.keep_denormals,
-                     .passes = CompilePipeline({.inference = options.inference, .opt_level = options.opt_level})}));
+                     .passes = CompilePipeline({.inference = options.inference, .opt_level = options.opt_level}),
+                     .fetches = options.fetches}));
 
   // Check everything the user gave before running anything.
   auto host_alloc = runtime::CpuCachingAllocator::Create();

@@ -46,7 +46,7 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) 
     // have been edited since.
     PC_RETURN_IF_ERROR(pm.AddPipeline(s->module_->was_compiled() ? "validate,infer-shape" : options.passes));
   }
-  passes::PassContext ctx{ops::GlobalOpRegistry()};
+  passes::PassContext ctx{ops::GlobalOpRegistry(), options.fetches};
   PC_RETURN_IF_ERROR(pm.Run(*s->module_, ctx));
   passes::ComputeSignature(*s->module_);
   PC_ASSIGN_OR_RETURN(s->executor_, exec::Executor::Create(place, {.num_threads = options.threads,

@@ -29,6 +29,9 @@ struct SessionOptions {
   /// option of its backward pass is filled in by GuessLoss when empty). A program that holds its
   /// own backward and optimizer ops (PaddlePaddle's training programs) is used as it is.
   const struct CompileOptions* train = nullptr;
+  /// Variables the caller will fetch: no pass (-O2's plan-memory and layout) renames, reuses or
+  /// re-lays them out (PassContext::kept).
+  std::vector<std::string> fetches;
 };
 
 /// The loss when none is named: the one scalar float output of the global block that no op reads.

@@ -6,10 +6,14 @@
 // intermediate results are read by nothing else (no other op, no gradient op, not persistable) is
 // replaced by one fc op writing the chain's last output: one GEMM whose bias and relu run as oneDNN
 // post-ops, so the output is written once instead of two or three times. Training programs fuse too:
-// their gradient ops read the chain's inputs and outputs, never its intermediates, or the chain is
-// left alone. The intermediates stay declared but are no longer computed. fc is also
-// PaddlePaddle's op of the same name and meaning.
+// their gradient ops read the chain's inputs and outputs, never its intermediates' values, or the
+// chain is left alone. The one intermediate a gradient reads is mul's product, as the X of the bias's
+// elementwise_add_grad, which needs only its dims (the gradient of a sum is Out@GRAD and its sum over
+// the rows, whatever the operands hold): that X becomes the fc's output, of the same declared dims.
+// The intermediates stay declared but are no longer computed. fc is also PaddlePaddle's op of the
+// same name and meaning.
 #include <set>
+#include <tuple>
 
 #include "op_pattern.h"
 #include "paddlec/ops/attrs.h"
@@ -37,6 +41,14 @@ class FuseFcPass final : public Pass {
     return v != nullptr && v->persistable();
   }
 
+  /// Whether two variables are declared with one dtype and the same known dims.
+  static bool SameDecl(const ir::Block& block, const std::string& a, const std::string& b) {
+    const pb::VarDesc *va = block.FindVar(a), *vb = block.FindVar(b);
+    if (va == nullptr || vb == nullptr || ir::VarDType(*va) != ir::VarDType(*vb)) return false;
+    auto da = ir::VarDims(*va), db = ir::VarDims(*vb);
+    return da.ok() && db.ok() && *da == *db;
+  }
+
   bool FuseBlock(ir::Block& block) {
     ir::DefUse du(block);
     auto ops = block.desc().ops();  // a copy to read while the block is rebuilt
@@ -47,6 +59,17 @@ class FuseFcPass final : public Pass {
       auto readers = du.Readers(var);
       return readers.size() == 1 && readers[0] == reader && du.Writers(var).size() == 1 && !IsPersistable(block, var);
     };
+    // Op `r` reads `var` only as the X of elementwise_add_grad, which uses X's dims and not its values.
+    auto reads_dims_only = [&](const std::string& var, int r) {
+      const pb::OpDesc& op = ops[r];
+      if (op.type() != "elementwise_add_grad") return false;
+      for (const auto* slots : {&op.inputs(), &op.outputs()})
+        for (const auto& sl : *slots)
+          for (const auto& a : sl.arguments())
+            if (a == var && !(slots == &op.inputs() && sl.parameter() == "X")) return false;
+      return true;
+    };
+    std::vector<std::tuple<int, std::string, std::string>> redirected;  // (op, old X, new X)
     for (int i = 0; i < ops.size(); ++i) {
       const pb::OpDesc& mul = ops[i];
       if (mul.type() != "mul" || removed.count(i) || IntAttr(mul, "y_num_col_dims", 1) != 1) continue;
@@ -56,10 +79,15 @@ class FuseFcPass final : public Pass {
       if (x == nullptr || w == nullptr || m == nullptr || !IsPersistable(block, *w)) continue;
       const pb::VarDesc* wv = block.FindVar(*w);
       auto wdims = ir::VarDims(*wv);
-      if (!wdims.ok() || wdims->rank() != 2 || du.Readers(*m).size() != 1) continue;
+      if (!wdims.ok() || wdims->rank() != 2 || du.Readers(*m).empty()) continue;
       const int j = du.Readers(*m)[0];
       const pb::OpDesc& add = ops[j];
-      if (add.type() != "elementwise_add" || j <= i || !private_to(*m, j)) continue;
+      std::vector<int> dims_readers;  // gradient ops that read the product for its dims
+      for (int r : du.Readers(*m).subspan(1))
+        if (r > j && reads_dims_only(*m, r)) dims_readers.push_back(r);
+      if (add.type() != "elementwise_add" || j <= i || dims_readers.size() + 1 != du.Readers(*m).size() ||
+          du.Writers(*m).size() != 1 || IsPersistable(block, *m))
+        continue;
       const std::string* ax = Single(add, true, "X");
       const std::string* bias = Single(add, true, "Y");
       const std::string* sum = Single(add, false, "Out");
@@ -89,6 +117,10 @@ class FuseFcPass final : public Pass {
       for (const std::string* in : {x, w, bias})
         for (int wi : du.Writers(*in)) overwritten |= wi > i && wi < last;
       if (overwritten) continue;
+      if (!dims_readers.empty()) {
+        if (!SameDecl(block, *m, out)) continue;
+        for (int r : dims_readers) redirected.emplace_back(r, *m, out);
+      }
       pb::OpDesc fc;
       fc.set_type("fc");
       for (auto [slot, var] : {std::pair{"Input", x}, std::pair{"W", w}, std::pair{"Bias", bias}}) {
@@ -111,6 +143,11 @@ class FuseFcPass final : public Pass {
     if (replaced.empty()) return false;
     auto* block_ops = block.desc().mutable_ops();
     for (auto& [i, op] : replaced) *block_ops->Mutable(i) = std::move(op);
+    for (const auto& [r, from, to] : redirected)
+      for (auto& sl : *block_ops->Mutable(r)->mutable_inputs())
+        if (sl.parameter() == "X")
+          for (auto& a : *sl.mutable_arguments())
+            if (a == from) a = to;
     for (auto it = removed.rbegin(); it != removed.rend(); ++it) block.RemoveOp(*it);
     return true;
   }

@@ -8,12 +8,13 @@
 // memory-optimize transpiler did the same by renaming). An element-wise op whose input dies at
 // that op and matches its output writes the output in place. Results are unchanged: a buffer is
 // only reused once every reader of its previous value has run.
-// Never planned: feeds, fetch targets, the loss, parameters' gradients, persistable variables,
-// variables that outlive the step because nothing reads them (program outputs), variables with
-// more than one writer or read before written, variables any other block names (sub-blocks read
-// their parents' variables), and every variable of an op without a shape function (feed, fetch,
-// control flow), since those size their outputs at run time. Dims with -1 are the batch: variables
-// compare by declared dims, so only a -1 in the leading dim is accepted (one batch size per run).
+// Never planned: feeds, fetch targets, what the caller keeps (PassContext::kept), the loss,
+// parameters' gradients, persistable variables, variables that outlive the step because nothing
+// reads them (program outputs), variables with more than one writer or read before written,
+// variables any other block names (sub-blocks read their parents' variables), and every variable of
+// an op without a shape function (feed, fetch, control flow), since those size their outputs at run
+// time. Dims with -1 are the batch: variables compare by declared dims, so only a -1 in the leading
+// dim is accepted (one batch size per run).
 // Variables left without an op are removed from the block; fetching one by its old name after -O2
 // is therefore an error, not a stale value.
 #include <algorithm>
@@ -59,6 +60,7 @@ class PlanMemoryPass final : public Pass {
     std::set<std::string, std::less<>> fixed;
     for (const auto& f : module.compiled().feed_targets()) fixed.insert(f.name());
     for (const auto& f : module.compiled().fetch_targets()) fixed.insert(f);
+    fixed.insert(ctx.kept.begin(), ctx.kept.end());
     fixed.insert(module.compiled().loss());
     for (const auto& pg : module.compiled().param_grads()) fixed.insert(pg.grad());
     // Names used by the other blocks stay: a sub-block reads and writes its parents' variables.

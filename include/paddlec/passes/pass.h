@@ -56,6 +56,10 @@ class PassOptions {
 /// What a running pass may use besides the module.
 struct PassContext {
   const ops::OpRegistry& registry;
+  /// Variables the caller will read after a run (`paddlec run --fetch`) beyond the module's fetch
+  /// targets: passes that rename, share or re-lay out intermediates (plan-memory, layout) leave them
+  /// alone. Unlike fetch targets, they do not make dce drop what they do not need.
+  std::vector<std::string> kept = {};
 };
 
 class Pass {

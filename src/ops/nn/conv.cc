@@ -26,6 +26,7 @@
 // A direct NCHW kernel (a scaled-row sum per tap, no reorders) measured 0.46 ms and 29.4 ms on the first
 // two, slower than oneDNN's blocked path reorders included, so depthwise_conv2d runs on oneDNN.
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -446,10 +447,43 @@ void PoolLoops(const ConvGeometry& g, const nn::ConvPool& p, const T* y, T* out)
   }
 }
 
+/// The raw parameters a fused convolution last folded and reordered, kept to tell whether they
+/// changed: inference runs the same weights step after step, and comparing them (one read of each)
+/// costs far less than folding the batch norm into them and reordering them for oneDNN again.
+template <class T>
+class ParamSnapshot {
+ public:
+  /// Whether `parts` hold exactly what the last call saw; remembers them when they do not.
+  bool Same(std::initializer_list<std::pair<const T*, int64_t>> parts) {
+    int64_t total = 0;
+    for (const auto& [p, n] : parts) total += p != nullptr ? n : 0;
+    bool same = valid_ && static_cast<int64_t>(seen_.size()) == total;
+    for (int64_t at = 0; const auto& [p, n] : parts) {
+      if (p == nullptr) continue;
+      same = same && std::memcmp(seen_.data() + at, p, n * sizeof(T)) == 0;
+      at += n;
+    }
+    if (same) return true;
+    seen_.resize(total);
+    for (int64_t at = 0; const auto& [p, n] : parts) {
+      if (p == nullptr) continue;
+      std::memcpy(seen_.data() + at, p, n * sizeof(T));
+      at += n;
+    }
+    valid_ = true;
+    return false;
+  }
+
+ private:
+  std::vector<T> seen_;
+  bool valid_ = false;
+};
+
 /// conv2d followed by an inference-mode batch_norm (and relu), as one convolution: the batch-norm
-/// affine map is folded into the filter and a bias every run (O * C * KH * KW multiplies, nothing
-/// next to the convolution), and the relu runs as oneDNN's post-op, so the activations are written
-/// once instead of three times.
+/// affine map is folded into the filter and a bias (O * C * KH * KW multiplies, nothing next to the
+/// convolution, and redone only when a parameter changed), and the relu runs as oneDNN's post-op, so
+/// the activations are written once instead of three times. With the layout pass's attributes the
+/// input and output stay in oneDNN's blocked layout between two fused convolutions (conv_onednn.h).
 template <class T>
 class FusedConvKernel final : public OpKernel {
  public:
@@ -457,7 +491,9 @@ class FusedConvKernel final : public OpKernel {
       : attrs_(ConvAttrs::Decode(init.attrs)),
         epsilon_(init.attrs.Get<float>("epsilon")),
         relu_(init.attrs.Get<std::string>("activation") == "relu"),
-        pool_attrs_(FusedPoolAttrs::Decode(init.attrs)) {}
+        pool_attrs_(FusedPoolAttrs::Decode(init.attrs)),
+        blocked_in_(init.attrs.Get<bool>("blocked_input")),
+        blocked_out_(init.attrs.Get<bool>("blocked_output")) {}
 
   Status Run(KernelContext& ctx) override {
     ConvGeometry g = RunGeometry(ctx, attrs_);
@@ -466,22 +502,32 @@ class FusedConvKernel final : public OpKernel {
       ZeroFill(&out);
       return Status::OK();
     }
+    if (!std::is_same_v<T, float> && (blocked_in_ || blocked_out_))
+      return MakeError(ErrorCode::kUnimplemented,
+                       "blocked_input and blocked_output (oneDNN's blocked layout) need float32, not float64");
     const T* x = ctx.In(kInput).data<T>();
     const T* f = ctx.In(kFilter).data<T>();
     const T* bias = ctx.InOpt(kFBias) ? ctx.In(kFBias).data<T>() : nullptr;
+    const bool bn = ctx.InOpt(kFScale) != nullptr;
+    const int64_t nf = ctx.In(kFilter).numel();
+    auto param = [&](InSlot s) { return bn ? ctx.In(s).data<T>() : nullptr; };
+    const bool unchanged =
+        params_.Same({{f, nf}, {bias, g.o}, {param(kFScale), g.o}, {param(kFMean), g.o}, {param(kFVariance), g.o}});
     // Without batch-norm statistics (conv + bias + act), the filter and the bias are used as they are.
     const T* filter = f;
-    if (ctx.InOpt(kFScale) != nullptr) {
-      const T* scale = ctx.In(kFScale).data<T>();
-      const T* mean = ctx.In(kFMean).data<T>();
-      const T* var = ctx.In(kFVariance).data<T>();
-      const int64_t per_out = ctx.In(kFilter).numel() / g.o;
-      filter_.resize(ctx.In(kFilter).numel());
-      bias_.resize(g.o);
-      for (int64_t o = 0; o < g.o; ++o) {
-        T a = scale[o] / std::sqrt(var[o] + static_cast<T>(epsilon_));
-        bias_[o] = bias[o] - mean[o] * a;
-        for (int64_t k = 0; k < per_out; ++k) filter_[o * per_out + k] = f[o * per_out + k] * a;
+    if (bn) {
+      if (!unchanged) {
+        const T* scale = param(kFScale);
+        const T* mean = param(kFMean);
+        const T* var = param(kFVariance);
+        const int64_t per_out = nf / g.o;
+        filter_.resize(nf);
+        bias_.resize(g.o);
+        for (int64_t o = 0; o < g.o; ++o) {
+          T a = scale[o] / std::sqrt(var[o] + static_cast<T>(epsilon_));
+          bias_[o] = bias[o] - mean[o] * a;
+          for (int64_t k = 0; k < per_out; ++k) filter_[o * per_out + k] = f[o * per_out + k] * a;
+        }
       }
       filter = filter_.data();
       bias = bias_.data();
@@ -493,7 +539,8 @@ class FusedConvKernel final : public OpKernel {
     T* y = out.data<T>();
     if constexpr (std::is_same_v<T, float>)
       return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter, y, bias, relu_,
-                           pool ? &*pool : nullptr);
+                           pool ? &*pool : nullptr,
+                           {.blocked_src = blocked_in_, .blocked_dst = blocked_out_, .weights_unchanged = unchanged});
     if (pool) {
       unpooled_.resize(g.n * g.o * g.w.out[0] * g.w.out[1]);
       y = unpooled_.data();
@@ -515,6 +562,8 @@ class FusedConvKernel final : public OpKernel {
   float epsilon_;
   bool relu_;
   FusedPoolAttrs pool_attrs_;
+  bool blocked_in_, blocked_out_;
+  ParamSnapshot<T> params_;
   std::vector<T> filter_, bias_;  // folded parameters, sized once
   std::vector<T> unpooled_;       // float64 with a pooling: the convolution's output
   nn::OneDnnConv conv_;
@@ -870,6 +919,13 @@ void RegisterConvOps(OpRegistry& r) {
       .Attr("pool_paddings", std::vector<int>{0, 0}, "The pooling's zero padding: 2 or 4 values, as pool2d's.")
       .Min(0)
       .Attr("pool_exclusive", true, "Average pooling over the window's input elements only, as pool2d's.")
+      .Attr("blocked_input", false,
+            "Input is in oneDNN's channel-blocked layout (nChw16c, or nChw8c without AVX-512), written so by "
+            "another fused convolution (set by the layout pass; the float32 CPU kernel honours it, the GPU kernel "
+            "keeps NCHW at both ends).")
+      .Attr("blocked_output", false,
+            "Write Output in oneDNN's channel-blocked layout for a fused convolution that reads it so (set by the "
+            "layout pass; ignored on the GPU, as blocked_input is).")
       .InferShape(InferFusedConv)
       .NoGradient()
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<FusedConvKernel<float>>())

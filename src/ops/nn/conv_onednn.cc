@@ -118,6 +118,17 @@ int ConvThreads(const ConvGeometry& g) {
 
 }  // namespace
 
+int ActivationBlockChannels() {
+  static const int block = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? 16 : 8;
+  return block;
+}
+
+memory::format_tag ActivationBlockTag(int64_t channels) {
+  const int block = ActivationBlockChannels();
+  if (channels <= 0 || channels % block != 0) return Tag::undef;
+  return block == 16 ? Tag::nChw16c : Tag::nChw8c;
+}
+
 ConvLayouts DefaultConvLayouts(const ConvGeometry& g) {
   ConvLayouts l;
   const bool depthwise = g.groups > 1 && g.c_per_group() == 1 && g.o_per_group() == 1;
@@ -129,6 +140,8 @@ struct OneDnnConv::Forward_ {
   ConvGeometry g;
   int threads = 0;
   bool bias = false, relu = false;
+  bool blocked_src = false, blocked_dst = false;
+  bool weights_ready = false;  // weights.inner holds the last call's reordered filter
   std::optional<ConvPool> pool;
   dnnl::pooling_forward pool_prim;
   memory conv_dst, pool_scratch;  // the convolution's result in its own layout; the pooling's scratch
@@ -163,20 +176,29 @@ OneDnnConv::OneDnnConv(std::optional<ConvLayouts> forced) : forced_(forced) {}
 OneDnnConv::~OneDnnConv() = default;
 
 Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y,
-                           const float* bias, bool relu, const ConvPool* pool) {
+                           const float* bias, bool relu, const ConvPool* pool, ConvForwardIo io) {
   const int threads = ConvThreads(g);
   runtime::ScopedMaxThreads cap(threads);
+  const int64_t out_channels = g.o;
+  if ((io.blocked_src && ActivationBlockTag(g.c) == Tag::undef) ||
+      (io.blocked_dst && ActivationBlockTag(out_channels) == Tag::undef))
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "a blocked (nChw{}c) convolution input or output needs a multiple of {} channels, but it has {} "
+                     "input and {} output channels",
+                     ActivationBlockChannels(), ActivationBlockChannels(), g.c, out_channels);
   return Guarded("forward", [&] {
     bool has_bias = bias != nullptr;
     const std::optional<ConvPool> want_pool = pool ? std::optional<ConvPool>(*pool) : std::nullopt;
     if (!fwd_ || !(fwd_->g == g) || fwd_->bias != has_bias || fwd_->relu != relu || fwd_->threads != threads ||
-        !(fwd_->pool == want_pool)) {
+        !(fwd_->pool == want_pool) || fwd_->blocked_src != io.blocked_src || fwd_->blocked_dst != io.blocked_dst) {
       auto f = std::make_unique<Forward_>();
       f->g = g;
       f->threads = threads;
       f->pool = want_pool;
       f->bias = has_bias;
       f->relu = relu;
+      f->blocked_src = io.blocked_src;
+      f->blocked_dst = io.blocked_dst;
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
       dnnl::primitive_attr attr = UserScratchpad();
@@ -188,7 +210,12 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
       f->pd = ForwardPd(h.engine, d, layouts.forward, attr, has_bias);
       if (has_bias) f->bias_mem = memory(memory::desc({g.o}, kF32, Tag::x), h.engine, DNNL_MEMORY_NONE);
       f->prim = dnnl::convolution_forward(f->pd);
-      f->src.Init(h.engine, d.src, f->pd.src_desc(), true);
+      // A blocked neighbour's layout is the caller's layout here; when the primitive wants the same one,
+      // Operand::Init finds nothing to reorder.
+      auto user = [&](const memory::desc& plain, bool blocked) {
+        return blocked ? memory::desc(plain.dims(), kF32, ActivationBlockTag(plain.dims()[1])) : plain;
+      };
+      f->src.Init(h.engine, user(d.src, io.blocked_src), f->pd.src_desc(), true);
       f->weights.Init(h.engine, d.weights, f->pd.weights_desc(), true);
       f->scratch = memory(f->pd.scratchpad_desc(), h.engine);
       if (f->pool) {
@@ -203,7 +230,8 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
         const auto alg = f->pool->max         ? dnnl::algorithm::pooling_max
                          : f->pool->exclusive ? dnnl::algorithm::pooling_avg_exclude_padding
                                               : dnnl::algorithm::pooling_avg_include_padding;
-        const memory::desc pooled_plain({g.n, g.o, pw.out[0], pw.out[1]}, kF32, Tag::nchw);
+        const memory::desc pooled_plain =
+            user(memory::desc({g.n, g.o, pw.out[0], pw.out[1]}, kF32, Tag::nchw), io.blocked_dst);
         dnnl::pooling_forward::desc pdesc(dnnl::prop_kind::forward_inference, alg, f->pd.dst_desc(), Any(pooled_plain),
                                           {pw.stride[0], pw.stride[1]}, {pw.kernel[0], pw.kernel[1]},
                                           {pw.pad_before(0), pw.pad_before(1)}, pad_r);
@@ -212,13 +240,15 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
         f->pool_scratch = memory(ppd.scratchpad_desc(), h.engine);
         f->pooled.Init(h.engine, pooled_plain, ppd.dst_desc(), false);
       } else {
-        f->dst.Init(h.engine, d.dst, f->pd.dst_desc(), false);
+        f->dst.Init(h.engine, user(d.dst, io.blocked_dst), f->pd.dst_desc(), false);
       }
       fwd_ = std::move(f);
     }
     Forward_& f = *fwd_;
     f.src.In(h.stream, x);
-    f.weights.In(h.stream, w);
+    // A reordered filter lives in weights.inner; unchanged since the last call, it is still right there.
+    if (!(io.weights_unchanged && f.weights_ready && f.weights.reordered)) f.weights.In(h.stream, w);
+    f.weights_ready = true;
     if (f.pool)
       f.pooled.BindOut(y);
     else

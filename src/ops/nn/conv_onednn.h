@@ -44,6 +44,21 @@ struct ConvPool {
   bool operator==(const ConvPool&) const = default;
 };
 
+/// How a fused forward convolution meets its neighbours (fused_conv2d_bn_act's layout attributes).
+struct ConvForwardIo {
+  bool blocked_src = false;        // x is in ActivationBlockTag()'s layout (written so by a producer)
+  bool blocked_dst = false;        // y is written in ActivationBlockTag()'s layout for a blocked reader
+  bool weights_unchanged = false;  // w holds what it held at the last call: its reorder is reused
+};
+
+/// The channel-blocked activation layout that oneDNN's direct convolutions and poolings prefer on this
+/// CPU (nChw16c with AVX-512, nChw8c below). A tensor kept in it between two oneDNN ops skips a
+/// reorder to NCHW and one back; `channels` must be a multiple of the block, so that the blocked
+/// tensor has exactly the NCHW tensor's size (no padded channels). Returns undef when it is not.
+dnnl::memory::format_tag ActivationBlockTag(int64_t channels);
+/// The block ActivationBlockTag uses on this CPU (16 or 8 channels).
+int ActivationBlockChannels();
+
 /// float32 convolution on oneDNN. Not thread-safe: one instance per op instance.
 class OneDnnConv {
  public:
@@ -56,8 +71,9 @@ class OneDnnConv {
   /// y = conv(x, w) [+ bias per output channel] [then relu] [then pooled]. All buffers are dense NCHW /
   /// OIHW float32 of the sizes in `g` (y of pool->w.out's when pooling); the bias and the relu run
   /// inside the primitive (oneDNN's bias and post-op).
+  /// `io` says which of x and y are in ActivationBlockTag()'s layout, and whether w's last reorder holds.
   Status Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y,
-                 const float* bias = nullptr, bool relu = false, const ConvPool* pool = nullptr);
+                 const float* bias = nullptr, bool relu = false, const ConvPool* pool = nullptr, ConvForwardIo io = {});
   /// dx = conv_backward_data(w, dy).
   Status BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy, float* dx);
   /// dw = conv_backward_weights(x, dy).
