@@ -100,6 +100,8 @@ TEST_CASE("A builtin.parameter flagged non-persistable is not declared persistab
   REQUIRE_MESSAGE(p.ok(), (p.ok() ? "" : p.error().Render()));
   REQUIRE(VarOf(*p, "fc_0.b_0") != nullptr);
   CHECK_FALSE(VarOf(*p, "fc_0.b_0")->persistable());
+  CHECK_FALSE(VarOf(*p, "fc_0.b_0")->is_parameter());  // Paddle's loader requires parameters persistable
+  CHECK(VarOf(*p, "fc_0.w_0")->is_parameter());
   CHECK(VarOf(*p, "fc_0.w_0")->persistable());
 }
 

@@ -470,9 +470,12 @@ class Translator {
     v.type = op.results[0].type;
     pb::VarDesc* var = Declare(v.var, v.type);
     // Weights are persistable; rnn's dropout_state__non_persistable is not, and has no .pdiparams record.
-    var->set_persistable(op.ResultFlag("persistable", 0, true));
+    // Nor is it a parameter: PaddlePaddle's loader makes every is_parameter variable a persistable
+    // Parameter and rejects a .pdmodel that declares one non-persistable.
+    const bool persistable = op.ResultFlag("persistable", 0, true);
+    var->set_persistable(persistable);
     const Attr* is_param = op.FindAttr("is_parameter");
-    var->set_is_parameter(is_param == nullptr || is_param->b);
+    var->set_is_parameter(persistable && (is_param == nullptr || is_param->b));
     var->set_stop_gradient(op.ResultFlag("stop_gradient", 0, false));
   }
 

@@ -253,12 +253,13 @@ void RegisterIndexOps(OpRegistry& r) {
       .Input(kEndsTensorList, "1-element int tensors overriding `ends` (not supported yet).",
              kDuplicable | kDispensable)
       .Output(kOut, "The slice.")
-      .Attr("axes", std::vector<int64_t>{}, "The axes to slice.")
+      // INTS, as PaddlePaddle declares them: its loader rejects a .pdmodel with LONGS here.
+      .Attr("axes", std::vector<int>{}, "The axes to slice.")
       .Attr("starts", std::vector<int>{}, "First index per axis (inclusive).")
       .Attr("ends", std::vector<int>{}, "Last index per axis (exclusive); values past the end are clamped.")
-      .Attr("infer_flags", std::vector<int64_t>{},
+      .Attr("infer_flags", std::vector<int>{},
             "PaddlePaddle's marks of starts/ends given as tensors (-1); ignored, as tensor inputs are rejected.")
-      .Attr("decrease_axis", std::vector<int64_t>{}, "Sliced axes (of length 1) to remove from Out.")
+      .Attr("decrease_axis", std::vector<int>{}, "Sliced axes (of length 1) to remove from Out.")
       .InferShape(InferSlice)
       .NoGradInput(kStartsTensor)
       .NoGradInput(kEndsTensor)
