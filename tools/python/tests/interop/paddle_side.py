@@ -11,6 +11,8 @@ Paddle and paddlec each bring their own protobuf runtime, so they never share a 
   python paddle_side.py run-legacy --model F.pdmodel --params F --feeds F.npz --out OUT.npz [--steps N] [--predictor]
       loads a .pdmodel (one paddlec wrote) with paddle.static.load_inference_model, runs it N times,
       and with --predictor once more through paddle.inference
+  python paddle_side.py protos --out F.json
+      Paddle's registered OpProtos: {op: {"attrs": {name: AttrType number}, "inputs": [...], "outputs": [...]}}
 
 Everything is written atomically per model (a directory renamed into place), so an interrupted run
 never leaves a half-written model behind for the cache to trust.
@@ -367,6 +369,21 @@ def run_legacy(args):
     np.savez(args.out, **out)
 
 
+# ---- Paddle's op definitions --------------------------------------------------------------------
+
+
+def protos(args):
+    """The OpProto of every op Paddle registers (its legacy programs' vocabulary), as JSON."""
+    import_paddle("legacy")
+    from paddle.base import framework
+
+    out = {p.type: {"attrs": {a.name: int(a.type) for a in p.attrs}, "inputs": [i.name for i in p.inputs],
+                    "outputs": [o.name for o in p.outputs]} for p in framework.get_all_op_protos()}
+    with open(args.out + ".tmp", "w") as f:
+        json.dump(out, f, sort_keys=True)
+    os.replace(args.out + ".tmp", args.out)
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -383,8 +400,9 @@ def main():
         r.add_argument("--" + k, required=True)
     r.add_argument("--steps", type=int, default=1)
     r.add_argument("--predictor", action="store_true", help="also run it with paddle.inference's predictor")
+    sub.add_parser("protos").add_argument("--out", required=True)
     args = p.parse_args()
-    {"export": export, "train": train, "run-legacy": run_legacy}[args.cmd](args)
+    {"export": export, "train": train, "run-legacy": run_legacy, "protos": protos}[args.cmd](args)
 
 
 if __name__ == "__main__":
