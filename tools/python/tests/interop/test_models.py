@@ -1,7 +1,7 @@
 """Every model of paddle.vision.models, Transformer encoder/decoder layers and 2-layer bidirectional
 LSTM/GRU/SimpleRNN, built and saved by the real PaddlePaddle in both formats (PIR model.json and a
 legacy model.pdmodel, each with its model.pdiparams), run by `paddlec run` on the same input: the
-outputs match Paddle's within 1e-4 x max(1, max |out|). The table model x format x max diff is
+outputs match Paddle's within 1e-4 x max |out| (interop_report.tolerance). The table model x format x max diff is
 written to build/interop-report.md and printed at the end of the run."""
 
 import subprocess
@@ -11,7 +11,7 @@ import pytest
 
 import paddlec
 
-from interop_report import record
+from interop_report import max_diff, record, tolerance
 
 # Models whose legacy program needs an op paddlec does not register yet, as {model: [(op, engineer)]}.
 # They fail loudly (strict xfail) once the op lands; the op's engineer removes the mark.
@@ -57,8 +57,7 @@ def test_model_matches_paddle(exported, cli, model, fmt, tmp_path):
     for name, ref in zip(fetches, want):
         got = np.load(out / (name.replace("/", "_") + ".npy"))
         assert got.shape == ref.shape, (name, got.shape, ref.shape)
-        diff = float(np.max(np.abs(got.astype("float64") - ref))) if ref.size else 0.0
-        bound = 1e-4 * max(1.0, float(np.max(np.abs(ref))) if ref.size else 1.0)
+        diff, bound = max_diff(got, ref), tolerance(ref)
         worst, tol = max(worst, diff), max(tol, bound)
         assert diff <= bound, "%s: max abs diff %g > %g" % (name, diff, bound)
     record(model, fmt, worst, tol, "ok")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, run_side
+from interop_report import max_diff, tolerance
 
 CONFIGS = {"lenet": (4, 1, 28, 28), "mlp": (4, 784)}
 MODES = {"forward": [], "train": ["--train", "--optimizer", "adam", "--lr", "0.01"], "inference": ["--inference"]}
@@ -62,15 +63,13 @@ def test_paddle_runs_what_paddlec_wrote(paddle, cli, config, mode, tmp_path):
             assert key in got.files, "Paddle computed no value for fetch %s at step %d" % (name, s)
             ref = got[key]
             assert mine[s].shape == ref.shape, (name, s)
-            bound = 1e-4 * max(1.0, float(np.max(np.abs(ref))) if ref.size else 1.0)
-            diff = float(np.max(np.abs(mine[s].astype("float64") - ref))) if ref.size else 0.0
+            diff, bound = max_diff(mine[s], ref), tolerance(ref)
             assert diff <= bound, "%s step %d: max abs diff %g > %g" % (name, s, diff, bound)
     if predictor:
         assert list(got["predictor_outputs"]) == fetches
         for i, name in enumerate(fetches):
             mine, ref = np.load(out / (name.replace("/", "_") + ".npy"))[0], got["p_%d" % i]
-            bound = 1e-4 * max(1.0, float(np.max(np.abs(ref))) if ref.size else 1.0)
-            assert mine.shape == ref.shape and float(np.max(np.abs(mine - ref))) <= bound, name
+            assert mine.shape == ref.shape and max_diff(mine, ref) <= tolerance(ref), name
 
 
 # One model per op family (all 24 pass; these keep the suite short): convolutions with batch_norm,
@@ -94,6 +93,5 @@ def test_paddle_runs_a_pir_model_paddlec_converted(paddle, exported, cli, model,
     want = [case[k] for k in sorted((k for k in case.files if k.startswith("out")), key=lambda k: int(k[3:]))]
     assert len(got["fetches"]) == len(want) == len(got["predictor_outputs"])
     for i, ref in enumerate(want):
-        bound = 1e-4 * max(1.0, float(np.max(np.abs(ref))))
-        assert float(np.max(np.abs(got["s0_%d" % i] - ref))) <= bound
-        assert float(np.max(np.abs(got["p_%d" % i] - ref))) <= bound
+        assert max_diff(got["s0_%d" % i], ref) <= tolerance(ref)
+        assert max_diff(got["p_%d" % i], ref) <= tolerance(ref)
