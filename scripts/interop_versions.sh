@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the interop suite (tools/python/tests/interop) against every PaddlePaddle 3.x release: each in
 # its own scratch venv under build/paddle-venvs, so the programs it reads are the ones each release
-# writes (PIR versions 1, 2 and 4). Not part of scripts/test.sh (CI tests the pinned release only).
+# writes (PIR versions 1, 2, 3 and 4). Not part of scripts/test.sh (CI tests the pinned release only).
 # Usage: scripts/interop_versions.sh [VERSION ...]   (default: 3.0.0 3.1.1 3.2.2 3.3.1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
