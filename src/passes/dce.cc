@@ -40,7 +40,9 @@ bool HasEffects(const pb::OpDesc& op) {
                                                               "recv"};
   if (kEffects.count(op.type())) return true;
   // Every collective: the other ranks wait for this one's call (and coalesce_tensor's outputs alias its bucket).
-  if (op.type().starts_with("c_") || op.type() == "coalesce_tensor") return true;
+  if (op.type().starts_with("c_") || op.type() == "coalesce_tensor" || op.type() == "all_reduce" ||
+      op.type() == "broadcast")
+    return true;
   for (const auto& a : op.attrs())
     if (a.type() == pb::BLOCK || a.type() == pb::BLOCKS) return true;
   return false;

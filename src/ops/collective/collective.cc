@@ -35,6 +35,19 @@ Status AllReduceCpu(KernelContext& ctx, const CommAttrs& a) {
   return comm->AllReduce(out.raw_data(), out.numel(), out.dtype(), kOp);
 }
 
+/// PaddlePaddle 3's all_reduce: the reduction in an attribute.
+Status AllReduceByTypeCpu(KernelContext& ctx, const CommAttrs& a) {
+  PC_ASSIGN_OR_RETURN(runtime::Communicator * comm, Comm(a.ring_id, "all_reduce"));
+  Tensor& out = ctx.Out(kOut);
+  CopyToOut(ctx.In(kX), out);
+  PC_RETURN_IF_ERROR(comm->AllReduce(out.raw_data(), out.numel(), out.dtype(), ReduceOf(a.reduce_type)));
+  if (a.reduce_type != kReduceAvg) return Status::OK();
+  return VisitDType(out.dtype(), [&]<class T>() {
+    T* p = out.data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) p[i] = static_cast<T>(p[i] / comm->size());
+  });
+}
+
 Status BroadcastCpu(KernelContext& ctx, const CommAttrs& a) {
   PC_ASSIGN_OR_RETURN(runtime::Communicator * comm, Comm(a.ring_id, "c_broadcast"));
   Tensor& out = ctx.Out(kOut);
@@ -119,6 +132,12 @@ Status InferAllGather(InferShapeContext& ctx) {
   return Status::OK();
 }
 
+/// all_reduce and broadcast: out is shaped like x.
+Status InferLowerSameAsX(InferShapeContext& ctx) {
+  ctx.ShareDims(kLowerX, kLowerOut);
+  return Status::OK();
+}
+
 Status InferEachSameAsX(InferShapeContext& ctx) {
   if (ctx.NumOutputs(kOut) > ctx.NumInputs(kX))
     return ctx.Fail("Out has {} variables but X only {}", ctx.NumOutputs(kOut), ctx.NumInputs(kX));
@@ -177,6 +196,31 @@ void RegisterCollectiveOps(OpRegistry& r) {
   RingAttrs(bcast).Attr("root", 0, "The rank whose tensor is sent.").Min(0).InferShape(InferSameAsX).NoGradient();
   for (DType t : kCommDTypes) bcast.Kernel(DeviceType::kCPU, t, MakeKernel(BroadcastCpu));
 
+  // PaddlePaddle 3 writes these instead of c_allreduce_* and c_broadcast (its fleet transpiler too).
+  OpBuilder all_reduce = r.Add("all_reduce");
+  all_reduce.Doc("out = the element-wise reduction of x over all ranks (PaddlePaddle 3's c_allreduce_*).")
+      .Input(kLowerX, "The tensor of this rank.")
+      .Output(kLowerOut, "The reduced tensor, shaped like x; the same on every rank.")
+      .Attr("ring_id", 0, "The communicator: paddlec has ring 0 (all ranks of the launcher).")
+      .Min(0)
+      .Attr("reduce_type", 0, "0 sum, 1 max, 2 min, 3 product, 4 average.")
+      .Range(0, 4)
+      .InferShape(InferLowerSameAsX)
+      .NoGradient();
+  for (DType t : kCommDTypes) all_reduce.Kernel(DeviceType::kCPU, t, MakeKernel(AllReduceByTypeCpu));
+
+  OpBuilder broadcast = r.Add("broadcast");
+  broadcast.Doc("out = x of rank `root` on every rank (PaddlePaddle 3's c_broadcast).")
+      .Input(kLowerX, "The tensor; only the root's values matter.")
+      .Output(kLowerOut, "Root's tensor, shaped like x.")
+      .Attr("ring_id", 0, "The communicator: paddlec has ring 0.")
+      .Min(0)
+      .Attr("root", 0, "The rank whose tensor is sent.")
+      .Min(0)
+      .InferShape(InferLowerSameAsX)
+      .NoGradient();
+  for (DType t : kCommDTypes) broadcast.Kernel(DeviceType::kCPU, t, MakeKernel(BroadcastCpu));
+
   OpBuilder gather = r.Add("c_allgather");
   gather.Doc("Out = the X of every rank concatenated along dimension 0, in rank order.")
       .Input(kX, "The tensor of this rank; the same shape on every rank.")
@@ -233,9 +277,10 @@ void RegisterCollectiveOps(OpRegistry& r) {
       .Attr("check_name", false, "PaddlePaddle's name check; steers nothing here.")
       .Attr("use_align", true, "PaddlePaddle aligns parts to 256 bytes on GPUs; ignored (parts are packed).")
       .Attr("align_size", -1, "Ignored, as use_align.")
-      .Attr("size_of_dtype", -1, "Ignored: the size of `dtype` is used.")
-      .Attr("concated_shapes", std::vector<int>{}, "Unused by paddlec.")
-      .Attr("concated_ranks", std::vector<int>{}, "Unused by paddlec.")
+      .Attr("size_of_dtype", -1, "PaddlePaddle 2's name of user_defined_size_of_dtype.")
+      .Attr("user_defined_size_of_dtype", -1, "Ignored: the size of `dtype` is used.")
+      .Attr("concated_shapes", std::vector<int64_t>{}, "Unused by paddlec.")
+      .Attr("concated_ranks", std::vector<int64_t>{}, "Unused by paddlec.")
       .KernelDTypeFromAttr("dtype")
       .InferShape(InferCoalesce)
       .NoGradient();

@@ -118,6 +118,22 @@ class AllReduceGpu final : public CollectiveGpu {
   }
 };
 
+/// PaddlePaddle 3's all_reduce (the reduction in an attribute; avg is NCCL's ncclAvg).
+class AllReduceByTypeGpu final : public CollectiveGpu {
+ public:
+  using CollectiveGpu::CollectiveGpu;
+  Status Run(KernelContext& ctx) override {
+    auto& cc = cuda::Cuda(ctx);
+    PC_ASSIGN_OR_RETURN(ncclComm_t comm, NcclComm(a_.ring_id, cc.device(), "all_reduce"));
+    const Tensor& x = ctx.In(kX);
+    PC_ASSIGN_OR_RETURN(ncclDataType_t t, ToNccl(x.dtype()));
+    ncclRedOp_t op = a_.reduce_type == kReduceAvg ? ncclAvg : ToNccl(ReduceOf(a_.reduce_type));
+    return NcclStatus(
+        ncclAllReduce(x.raw_data(), ctx.Out(kOut).raw_data(), static_cast<size_t>(x.numel()), t, op, comm, cc.stream()),
+        "ncclAllReduce");
+  }
+};
+
 class BroadcastGpu final : public CollectiveGpu {
  public:
   using CollectiveGpu::CollectiveGpu;
@@ -210,6 +226,8 @@ Status RegisterCollectiveCudaKernels(OpRegistry& r) {
     PC_RETURN_IF_ERROR(
         r.AddKernel("c_allreduce_prod", DeviceType::kCUDA, t, MakeKernelClass<AllReduceGpu<ReduceOp::kProd>>()));
     PC_RETURN_IF_ERROR(r.AddKernel("c_broadcast", DeviceType::kCUDA, t, MakeKernelClass<BroadcastGpu>()));
+    PC_RETURN_IF_ERROR(r.AddKernel("broadcast", DeviceType::kCUDA, t, MakeKernelClass<BroadcastGpu>()));
+    PC_RETURN_IF_ERROR(r.AddKernel("all_reduce", DeviceType::kCUDA, t, MakeKernelClass<AllReduceByTypeGpu>()));
     PC_RETURN_IF_ERROR(r.AddKernel("c_allgather", DeviceType::kCUDA, t, MakeKernelClass<AllGatherGpu>()));
     for (const char* op : {"c_identity", "c_sync_calc_stream", "c_sync_comm_stream"})
       PC_RETURN_IF_ERROR(r.AddKernel(op, DeviceType::kCUDA, t, MakeKernel(PassThroughGpu)));

@@ -28,6 +28,18 @@ TEST_CASE("collective ops: in a group of one, every reduction and the broadcast 
   gather.Input("X", x).Attr("nranks", 1).Output("Out");
   REQUIRE_OK(gather.Run());
   gather.ExpectOutput("Out", x);
+  // PaddlePaddle 3's names: all_reduce (every reduce_type, avg included) and broadcast, slots x/out.
+  for (int type = 0; type <= 4; ++type) {
+    CAPTURE(type);
+    OpTest t("all_reduce");
+    t.Input("x", x).Attr("reduce_type", type).Output("out");
+    REQUIRE_OK(t.Run());
+    t.ExpectOutput("out", x);
+  }
+  OpTest bcast("broadcast");
+  bcast.Input("x", x).Output("out");
+  REQUIRE_OK(bcast.Run());
+  bcast.ExpectOutput("out", x);
 }
 
 TEST_CASE("collective ops: errors name the ring, the rank count and the shapes") {
