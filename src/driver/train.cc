@@ -179,7 +179,8 @@ class Trainer {
     ir::Module& m = session_->module();
     if (m.compiled().param_grads_size() == 0)
       return MakeError(ErrorCode::kInvalidArgument, "the program has no parameters to train");
-    for (const auto& op : m.main().global_block().desc().ops()) buckets_ += op.type() == "c_allreduce_sum";
+    for (const auto& op : m.main().global_block().desc().ops())
+      buckets_ += op.type() == "c_allreduce_sum" || op.type() == "all_reduce";
     if (split_.nranks > 1 && !HasAllReduce(m))
       return MakeError(ErrorCode::kInvalidArgument,
                        "'{}' was compiled without the data-parallel pass: its ranks would not average gradients",
@@ -484,7 +485,7 @@ class Trainer {
 
   static bool HasAllReduce(ir::Module& m) {
     for (const auto& op : m.main().global_block().desc().ops())
-      if (op.type() == "c_allreduce_sum") return true;
+      if (op.type() == "c_allreduce_sum" || op.type() == "all_reduce") return true;  // paddlec's or Paddle 3's
     return false;
   }
 
