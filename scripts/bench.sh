@@ -2,6 +2,7 @@
 # paddlec's benchmarks (never part of the tests). Prints median timings; quote them, not single runs.
 #   scripts/bench.sh [--device=cpu|gpu] [--quick] [--no-paddle]
 #   scripts/bench.sh --peers [--busy N] [--threads T] [--quick]
+#   scripts/bench.sh --data-parallel [--epochs N]
 # Needs a Release build in build/ (scripts/setup.sh) and hyperfine (installed by setup.sh).
 # On the CPU the single-op cases (depthwise_conv2d, LSTM) are also timed with PaddlePaddle's CPU wheel
 # (scripts/bench_paddle.py), from the benchmark-only virtualenv below, where pip installs the wheel on
@@ -12,6 +13,9 @@
 # beside N busy background processes and prints each tool's slowdown. The peers live in a
 # benchmark-only virtualenv created here with pip ($PADDLEC_BENCH_VENV, default
 # ~/.cache/paddlec/bench-venv); nothing in the tests uses it.
+# --data-parallel trains configs/mlp.pbtxt on Fashion-MNIST (default 5 epochs) in 1 process and as
+# 2 ranks of mpirun (--data-parallel), printing each run's accuracy, samples/s and time in allreduce,
+# with the machine's load beside them (docs/scaling.md quotes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${PADDLEC_BUILD_DIR:-build}"
@@ -21,6 +25,8 @@ PEERS=0
 BUSY=0
 THREADS=2
 PADDLE=1
+DATA_PARALLEL=0
+EPOCHS=5
 PADDLE_VERSION=3.3.1
 VENV="${PADDLEC_BENCH_VENV:-$HOME/.cache/paddlec/bench-venv}"
 while [ $# -gt 0 ]; do
@@ -29,6 +35,8 @@ while [ $# -gt 0 ]; do
     --quick) MIN_TIME=0.5 ;;
     --no-paddle) PADDLE=0 ;;
     --peers) PEERS=1 ;;
+    --data-parallel) DATA_PARALLEL=1 ;;
+    --epochs=*) EPOCHS="${1#--epochs=}" ;;
     --busy=*) BUSY="${1#--busy=}" ;;
     --busy) BUSY="${2:?--busy needs a count}"; shift ;;
     --threads=*) THREADS="${1#--threads=}" ;;
@@ -50,6 +58,21 @@ if [ "$PEERS" = 1 ]; then
 fi
 B="$BUILD/paddlec_bench"
 P="$BUILD/paddlec"
+if [ "$DATA_PARALLEL" = 1 ]; then
+  ROOT_FLAG=$([ "$(id -u)" = 0 ] && echo --allow-run-as-root || true)
+  TRAIN=(train configs/mlp.pbtxt --dataset=fashion-mnist --epochs="$EPOCHS" --no-progress)
+  echo "== machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "== 1 process, 1 thread: paddlec ${TRAIN[*]} --threads=1"
+  time "$P" "${TRAIN[@]}" --threads=1
+  echo "== load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "== 1 process, $(nproc) threads: paddlec ${TRAIN[*]}"
+  time "$P" "${TRAIN[@]}"
+  echo "== load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "== 2 ranks, 1 thread each: mpirun -np 2 paddlec ${TRAIN[*]} --data-parallel --threads=1"
+  time mpirun -np 2 --oversubscribe $ROOT_FLAG "$P" "${TRAIN[@]}" --data-parallel --threads=1
+  echo "== load $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 

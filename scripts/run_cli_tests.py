@@ -10,9 +10,12 @@ Two kinds of cases, both run against the real binary:
      STDOUT: / STDERR:                    followed by the exact expected text, up to the next directive
      STDOUT-CONTAINS: / STDERR-CONTAINS:  text that must appear (repeatable)
      STDOUT-NOT: / STDERR-NOT:            text that must not appear (repeatable)
+     STDOUT-COUNT: <n> <text>             text appears exactly n times (repeatable; STDERR-COUNT too)
      FILE-EXISTS: / FILE-MISSING: <path>  after the run
      SAME-FILES: <path> <path>            the two files are byte-identical after the run
      ENV: NAME=VALUE                      set for the run
+     MPIRUN: <N>                          run as N ranks of `mpirun -np N --oversubscribe` (Open MPI;
+                                          --allow-run-as-root added when run as root)
    Lines starting with '#' before RUN are comments.
 
 2. Invalid programs, testdata/invalid/*.{pbtxt,json,pb}. Each carries its expected diagnostics in
@@ -29,13 +32,13 @@ import sys
 import tempfile
 
 DIRECTIVES = ("RUN:", "EXIT:", "STDOUT:", "STDERR:", "STDOUT-CONTAINS:", "STDERR-CONTAINS:", "STDOUT-NOT:",
-              "STDERR-NOT:", "FILE-EXISTS:", "FILE-MISSING:", "SAME-FILES:", "ENV:")
+              "STDERR-NOT:", "STDOUT-COUNT:", "STDERR-COUNT:", "FILE-EXISTS:", "FILE-MISSING:", "SAME-FILES:", "ENV:", "MPIRUN:")
 
 
 def parse_cases(text):
     cases = []
     for chunk in text.split("\n---\n"):
-        case = {"exit": 0, "contains": [], "not": [], "exists": [], "missing": [], "same": [], "env": {}}
+        case = {"exit": 0, "contains": [], "not": [], "count": [], "exists": [], "missing": [], "same": [], "env": {}}
         block = None
         for line in chunk.splitlines():
             head = next((d for d in DIRECTIVES if line.startswith(d)), None)
@@ -56,6 +59,9 @@ def parse_cases(text):
                 case[block] = []
             elif head.endswith("-CONTAINS:"):
                 case["contains"].append((head.split("-")[0].lower(), value))
+            elif head.endswith("-COUNT:"):
+                n, _, text = value.partition(" ")
+                case["count"].append((head.split("-")[0].lower(), int(n), text))
             elif head.endswith("-NOT:"):
                 case["not"].append((head.split("-")[0].lower(), value))
             elif head == "FILE-EXISTS:":
@@ -67,15 +73,22 @@ def parse_cases(text):
             elif head == "ENV:":
                 k, _, v = value.partition("=")
                 case["env"][k] = v
+            elif head == "MPIRUN:":
+                case["ranks"] = int(value)
         if "run" in case:
             cases.append(case)
     return cases
 
 
-def run(paddlec, args, root, env_extra=None, timeout=120):
+def run(paddlec, args, root, env_extra=None, timeout=120, ranks=0):
     env = dict(os.environ)
     env.update(env_extra or {})
-    return subprocess.run([paddlec] + args, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
+    launcher = []
+    if ranks:
+        launcher = ["mpirun", "-np", str(ranks), "--oversubscribe"] + (["--allow-run-as-root"] if os.getuid() == 0 else [])
+        launcher += [a for name in env_extra or {} for a in ("-x", name)]  # exported to every rank
+    return subprocess.run(launcher + [paddlec] + args, cwd=root, capture_output=True, text=True, timeout=timeout,
+                          env=env)
 
 
 def expand(s, root, tmp, shared=""):
@@ -97,7 +110,7 @@ def run_cases(paddlec, root, path, shared):
             args = [x(a) for a in shlex.split(case["run"])]
             name = f"{path.name}#{i + 1} (paddlec {' '.join(shlex.split(case['run']))})"
             try:
-                r = run(paddlec, args, root, {k: x(v) for k, v in case["env"].items()})
+                r = run(paddlec, args, root, {k: x(v) for k, v in case["env"].items()}, ranks=case.get("ranks", 0))
             except subprocess.TimeoutExpired:
                 failures.append(f"{name}: timed out")
                 continue
@@ -116,6 +129,9 @@ def run_cases(paddlec, root, path, shared):
             for stream, text in case["contains"]:
                 if x(text) not in out[stream]:
                     problems.append(f"{stream} lacks {text!r}")
+            for stream, n, text in case["count"]:
+                if out[stream].count(x(text)) != n:
+                    problems.append(f"{stream} holds {text!r} {out[stream].count(x(text))} times, expected {n}")
             for stream, text in case["not"]:
                 if x(text) in out[stream]:
                     problems.append(f"{stream} contains {text!r}")

@@ -12,7 +12,9 @@ PACKAGES=(
   python3 python3-numpy python3-protobuf python3-venv python3-dev pybind11-dev
   dataset-fashion-mnist hyperfine
   graphviz
+  libopenmpi-dev openmpi-bin
 )
+# libopenmpi-dev, openmpi-bin: MPI for data-parallel training on CPUs (libpaddlec_mpi.so, mpirun).
 # graphviz: `dot` renders `paddlec compile --emit=dot` graphs (docs/images, tests).
 # scripts/check_setup_deps.py (run by scripts/test.sh) fails when the build uses a Debian package this
 # list does not bring in.

@@ -35,6 +35,15 @@ if(PC_CUDA)
   add_library(CUDNN::cudnn UNKNOWN IMPORTED)
   set_target_properties(CUDNN::cudnn PROPERTIES IMPORTED_LOCATION ${CUDNN_LIBRARY}
                         INTERFACE_INCLUDE_DIRECTORIES ${CUDNN_INCLUDE_DIR})
+  # NCCL (the GPU collectives) ships with the toolkit here, like cuDNN.
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_DIR}/../lib)
+  if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
+    message(FATAL_ERROR "CUDA is on but NCCL (nccl.h, libnccl) was not found")
+  endif()
+  add_library(NCCL::nccl UNKNOWN IMPORTED)
+  set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION ${NCCL_LIBRARY}
+                        INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
   message(STATUS "paddlec: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")
 else()
   message(STATUS "paddlec: CUDA backend OFF")

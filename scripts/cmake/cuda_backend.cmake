@@ -11,7 +11,7 @@ list(FILTER PC_CUDA_SRCS EXCLUDE REGEX "_test\\.(cc|cu)$")
 add_library(paddlec_cuda MODULE ${PC_CUDA_SRCS})
 target_include_directories(paddlec_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR}/src/ops)
 # The backend uses the one libpaddlec.so of the process (its registry, its protobuf descriptors).
-target_link_libraries(paddlec_cuda PRIVATE paddlec_lib CUDA::cudart CUDA::cublas CUDNN::cudnn)
+target_link_libraries(paddlec_cuda PRIVATE paddlec_lib CUDA::cudart CUDA::cublas CUDNN::cudnn NCCL::nccl)
 target_link_options(paddlec_cuda PRIVATE "LINKER:--no-undefined")
 target_compile_options(paddlec_cuda PRIVATE
   "$<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda;--expt-relaxed-constexpr;-Werror=all-warnings;-Xcompiler=-fvisibility=hidden>"

@@ -52,7 +52,10 @@ std::string BasePipeline(const CompileOptions& o) {
   if (o.weight_decay > 0) opt += fmt::format(",weight_decay={}", o.weight_decay);
   if (o.clip_norm > 0) opt += fmt::format(",clip_norm={}", o.clip_norm);
   opt += "}";
-  return "validate,infer-shape," + backward + "," + opt + ",init-params";
+  std::string dp;
+  if (o.data_parallel)
+    dp = fmt::format(",data-parallel{{nranks={},bucket_mb={},sync_bn={}}}", o.nranks, o.bucket_mb, o.sync_bn);
+  return "validate,infer-shape," + backward + "," + opt + ",init-params" + dp;
 }
 
 }  // namespace

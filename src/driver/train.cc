@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <ostream>
+#include <thread>
 
 #include "paddlec.pb.h"
 #include "paddlec/core/file.h"
@@ -19,6 +20,7 @@
 #include "paddlec/ir/op_role.h"
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
+#include "paddlec/runtime/comm.h"
 #include "progress.h"
 #include "session.h"
 
@@ -111,6 +113,30 @@ struct EvalResult {
   double loss = 0, accuracy = 0;
 };
 
+/// Which samples of an epoch one rank trains on. The epoch's order is cut into global batches of
+/// nranks * batch_size samples and each global batch into nranks equal contiguous parts, rank r
+/// taking part r, so N ranks train on what one process would with batch N * batch_size. The last
+/// n % nranks samples of the order are left out, so that every rank has the same number of steps.
+struct RankSplit {
+  int64_t rank = 0, nranks = 1, batch_size = 64, samples = 0;
+  int64_t used() const { return samples - samples % nranks; }
+  int64_t global_batch() const { return batch_size * nranks; }
+  int64_t steps() const { return (used() + global_batch() - 1) / global_batch(); }
+  /// [begin, end) of this rank's part of global batch `b`.
+  std::pair<int64_t, int64_t> Part(int64_t b) const {
+    int64_t gbegin = b * global_batch(), gend = std::min(used(), gbegin + global_batch());
+    int64_t each = (gend - gbegin) / nranks;
+    return {gbegin + rank * each, gbegin + (rank + 1) * each};
+  }
+};
+
+/// Test hook (PADDLEC_FAULT_INJECT=error-on-rank:R): rank R fails at its second step, as a rank whose
+/// data or device broke would, to show that every rank stops with that rank's message.
+bool InjectedFault(int64_t rank, int64_t step) {
+  const char* fault = std::getenv("PADDLEC_FAULT_INJECT");
+  return fault != nullptr && step == 2 && std::string_view(fault) == fmt::format("error-on-rank:{}", rank);
+}
+
 class Trainer {
  public:
   Trainer(const TrainOptions& o, std::ostream& out) : o_(o), out_(out) {}
@@ -118,18 +144,48 @@ class Trainer {
   Status Run() {
     if (o_.epochs < 1) return MakeError(ErrorCode::kInvalidArgument, "--epochs must be at least 1");
     if (o_.batch_size < 1) return MakeError(ErrorCode::kInvalidArgument, "--batch-size must be at least 1");
+    compile_ = o_.compile;
+    std::string device = o_.device;
+    int threads = o_.threads;
+    if (compile_.data_parallel) {
+      // The communicator first, so that an error from here on stops every rank (StopOtherRanks).
+      PC_ASSIGN_OR_RETURN(comm_, runtime::WorldCommunicator());
+      if (compile_.nranks != 0 && compile_.nranks != comm_->size())
+        return MakeError(ErrorCode::kInvalidArgument, "--nranks={} but mpirun started {} ranks", compile_.nranks,
+                         comm_->size());
+      compile_.nranks = comm_->size();
+      // One GPU per rank: `--device=gpu` means the GPU of the rank's local index.
+      if (device == "gpu" && comm_->size() > 1)
+        if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) device = fmt::format("gpu:{}", local);
+      // The ranks of one machine share its cores: OpenMP pools spinning against each other ran 3x
+      // slower (src/runtime/device_context.h), so each rank takes its share unless --threads says.
+      const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+      if (threads == 0 && local_size != nullptr && std::atoi(local_size) > 1)
+        threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::atoi(local_size));
+    }
+    split_.rank = comm_ ? comm_->rank() : 0;
+    split_.nranks = comm_ ? comm_->size() : 1;
+    split_.batch_size = o_.batch_size;
+    leader_ = split_.rank == 0;
     PC_RETURN_IF_ERROR(LoadData());
     PC_ASSIGN_OR_RETURN(session_, Session::Open({.program = o_.program,
                                                  .input_format = o_.input_format,
                                                  .startup = o_.compile.startup,
-                                                 .device = o_.device,
+                                                 .device = device,
                                                  .seed = o_.seed,
-                                                 .threads = o_.threads,
+                                                 .threads = threads,
                                                  .keep_denormals = o_.keep_denormals,
-                                                 .train = &o_.compile}));
+                                                 .train = &compile_}));
     ir::Module& m = session_->module();
     if (m.compiled().param_grads_size() == 0)
       return MakeError(ErrorCode::kInvalidArgument, "the program has no parameters to train");
+    for (const auto& op : m.main().global_block().desc().ops())
+      buckets_ += op.type() == "c_allreduce_sum" || op.type() == "all_reduce";
+    if (split_.nranks > 1 && !HasAllReduce(m))
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "'{}' was compiled without the data-parallel pass: its ranks would not average gradients",
+                       o_.program)
+          .Note("compile it with --data-parallel, or pass the forward program");
     PC_ASSIGN_OR_RETURN(io_, FindInterface(m, o_, data_.train.height * data_.train.width, classes_));
     label_type_ = ir::VarDType(*m.main().global_block().FindVar(io_.label));
     const auto& params = m.compiled().parameters();
@@ -150,53 +206,69 @@ class Trainer {
     train_scope_ = &root.NewChild();
     eval_scope_ = &root.NewChild();
     auto& exec = session_->executor();
-    PC_ASSIGN_OR_RETURN(train_plan_, exec.Prepare(m.main().global_block(), *train_scope_,
-                                                  {.seed = o_.seed,
-                                                   .start_step = static_cast<uint64_t>(step_),
-                                                   .cuda_graph = o_.cuda_graph}));
+    PC_ASSIGN_OR_RETURN(
+        train_plan_,
+        exec.Prepare(m.main().global_block(), *train_scope_,
+                     {.seed = o_.seed, .start_step = static_cast<uint64_t>(step_), .cuda_graph = o_.cuda_graph}));
     PC_ASSIGN_OR_RETURN(eval_plan_, exec.Prepare(test_->main().global_block(), *eval_scope_, {.seed = o_.seed}));
 
-    if (!o_.metrics_file.empty() && start_epoch == 0) PC_RETURN_IF_ERROR(WriteFileAtomic(o_.metrics_file, ""));
+    if (leader_ && !o_.metrics_file.empty() && start_epoch == 0)
+      PC_RETURN_IF_ERROR(WriteFileAtomic(o_.metrics_file, ""));
     int64_t n = data_.train.count;
-    int64_t batches = (n + o_.batch_size - 1) / o_.batch_size;
-    Progress progress(out_, o_.progress, ::isatty(STDOUT_FILENO), (o_.epochs - start_epoch) * batches);
+    split_.samples = n;
+    int64_t batches = split_.steps();
+    if (split_.used() == 0)
+      return MakeError(ErrorCode::kInvalidArgument, "{} training samples cannot be shared by {} ranks", n,
+                       split_.nranks);
+    Progress progress(out_, o_.progress && leader_, ::isatty(STDOUT_FILENO), (o_.epochs - start_epoch) * batches);
     auto run_start = Clock::now();
+    double train_seconds = 0, comm_seconds = 0;
     for (int64_t epoch = start_epoch; epoch < o_.epochs; ++epoch) {
       std::vector<int64_t> order = io::EpochOrder(n, o_.seed, epoch);
       double loss_sum = 0;
       int64_t seen = 0;
       auto t0 = Clock::now();
+      double comm0 = comm_ ? comm_->seconds_in_collectives() : 0;
       for (int64_t b = 0; b < batches; ++b) {
-        int64_t begin = b * o_.batch_size, end = std::min(n, begin + o_.batch_size);
+        auto [begin, end] = split_.Part(b);
         FillBatch(data_.train, order, begin, end, io_, label_type_, host_images_, host_labels_, *host_alloc_);
         auto& dev = exec.device();
         PC_RETURN_IF_ERROR(dev.CopyFromHost(host_images_, train_scope_->Var(io_.image).tensor()));
         PC_RETURN_IF_ERROR(dev.CopyFromHost(host_labels_, train_scope_->Var(io_.label).tensor()));
         PC_RETURN_IF_ERROR(train_plan_->Run());
         ++step_;
+        if (InjectedFault(split_.rank, step_))
+          return MakeError(ErrorCode::kRuntime, "fault injected at step {} (PADDLEC_FAULT_INJECT)", step_);
         PC_ASSIGN_OR_RETURN(double loss, Scalar(*train_scope_, io_.loss));
         if (!std::isfinite(loss))
           return MakeError(ErrorCode::kRuntime, "the loss became {} at step {} (epoch {})", loss, step_, epoch + 1)
               .Note("lower the learning rate (--lr) or clip gradients (--clip-norm)");
         loss_sum += loss * (end - begin);
         seen += end - begin;
-        double sps = seen / std::max(1e-9, Seconds(t0, Clock::now()));
+        double sps = seen * split_.nranks / std::max(1e-9, Seconds(t0, Clock::now()));
         progress.Update(static_cast<int>(epoch + 1), o_.epochs, b + 1, batches, loss_sum / seen, sps);
-        if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && b + 1 < batches) {
+        if (leader_ && o_.eval_every > 0 && step_ % o_.eval_every == 0 && b + 1 < batches) {
           PC_ASSIGN_OR_RETURN(EvalResult r, Evaluate());
           PC_RETURN_IF_ERROR(Report(epoch, loss_sum / seen, r, sps, Seconds(run_start, Clock::now()), false));
         }
       }
       double train_s = Seconds(t0, Clock::now());
+      train_seconds += train_s;
+      if (comm_ != nullptr) comm_seconds += comm_->seconds_in_collectives() - comm0;
+      PC_RETURN_IF_ERROR(SumOverRanks(loss_sum, seen));
       double sps = seen / std::max(1e-9, train_s);
+      if (!leader_) continue;  // only rank 0 evaluates, reports and checkpoints
       PC_ASSIGN_OR_RETURN(EvalResult r, Evaluate());
       PC_RETURN_IF_ERROR(Report(epoch, loss_sum / seen, r, sps, Seconds(run_start, Clock::now()), true));
-      out_ << fmt::format("epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%, {:.1f} s, {:.0f} samples/s\n",
-                          epoch + 1, o_.epochs, loss_sum / seen, r.loss, 100 * r.accuracy, train_s, sps)
+      out_ << fmt::format(
+                  "epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%, {:.1f} s, {:.0f} "
+                  "samples/s\n",
+                  epoch + 1, o_.epochs, loss_sum / seen, r.loss, 100 * r.accuracy, train_s, sps)
            << std::flush;
       if (!o_.save_dir.empty()) PC_RETURN_IF_ERROR(SaveCheckpoint(epoch + 1, r.accuracy));
     }
-    if (!o_.save_params.empty()) {
+    if (comm_ != nullptr) PC_RETURN_IF_ERROR(ReportCollectives(comm_seconds, train_seconds));
+    if (leader_ && !o_.save_params.empty()) {
       // The model's own parameters only (no optimizer state): what inference needs.
       std::vector<std::string> model;
       for (const auto& pg : m.compiled().param_grads()) model.push_back(pg.param());
@@ -310,8 +382,8 @@ class Trainer {
     fs::remove_all(tmp, ec);
     fs::create_directories(tmp, ec);
     if (ec) return MakeError(ErrorCode::kIO, "cannot create '{}': {}", tmp.string(), ec.message());
-    PC_RETURN_IF_ERROR(
-        io::SaveParams((tmp / "params.pdiparams").string(), param_names_, session_->scope(), session_->executor().device()));
+    PC_RETURN_IF_ERROR(io::SaveParams((tmp / "params.pdiparams").string(), param_names_, session_->scope(),
+                                      session_->executor().device()));
     if (const char* fault = std::getenv("PADDLEC_FAULT_INJECT");
         fault && std::string_view(fault) == fmt::format("checkpoint:{}", epochs_done)) {
       // Test hook (PADDLEC_FAULT_INJECT=checkpoint:N): die the way `kill -9` would, half-way through
@@ -324,6 +396,7 @@ class Trainer {
     ck.set_step(step_);
     ck.set_seed(o_.seed);
     ck.set_batch_size(o_.batch_size);
+    ck.set_nranks(static_cast<int32_t>(split_.nranks));
     ck.set_test_accuracy(accuracy);
     for (const auto& p : param_names_) ck.add_parameters(p);
     PC_ASSIGN_OR_RETURN(std::string json, ir::Serialize(ck, ir::Format::kJson));
@@ -368,19 +441,61 @@ class Trainer {
       return MakeError(ErrorCode::kValidation, "checkpoint '{}' holds {} variables that do not match the program's {}",
                        dir.string(), names.size(), param_names_.size())
           .Note("resume with the program (and optimizer settings) the checkpoint was written with");
-    if (ck.seed() != o_.seed || ck.batch_size() != o_.batch_size)
-      spdlog::warn("resuming with seed {} / batch size {}, the checkpoint used {} / {}: the run will not match an "
-                   "uninterrupted one",
-                   o_.seed, o_.batch_size, ck.seed(), ck.batch_size());
+    // Parameters are the same on every rank, so any rank count resumes; what one step sees is the
+    // global batch (per-rank batch x ranks).
+    int64_t ck_ranks = ck.has_nranks() ? ck.nranks() : 1;
+    if (ck.seed() != o_.seed || ck.batch_size() * ck_ranks != split_.global_batch())
+      spdlog::warn(
+          "resuming with seed {} / global batch {} ({} x {} ranks), the checkpoint used {} / {} ({} x {}): "
+          "the run will not match an uninterrupted one",
+          o_.seed, split_.global_batch(), o_.batch_size, split_.nranks, ck.seed(), ck.batch_size() * ck_ranks,
+          ck.batch_size(), ck_ranks);
     PC_RETURN_IF_ERROR(io::LoadParams((dir / "params.pdiparams").string(), names, session_->scope(),
                                       session_->executor().device(), &session_->main_block()));
     step_ = ck.step();
-    out_ << fmt::format("resumed from {} (epoch {}, step {})\n", dir.string(), ck.epoch(), ck.step());
+    if (leader_) out_ << fmt::format("resumed from {} (epoch {}, step {})\n", dir.string(), ck.epoch(), ck.step());
     return ck.epoch();
+  }
+
+  /// Sums an epoch's loss and sample count over the ranks (for the epoch line of rank 0).
+  Status SumOverRanks(double& loss_sum, int64_t& seen) {
+    if (comm_ == nullptr || comm_->size() == 1) return Status::OK();
+    double v[2] = {loss_sum, static_cast<double>(seen)};
+    PC_RETURN_IF_ERROR(comm_->AllReduce(v, 2, DType::kFloat64, runtime::ReduceOp::kSum));
+    loss_sum = v[0];
+    seen = static_cast<int64_t>(v[1]);
+    return Status::OK();
+  }
+
+  /// Rank 0 prints the training steps' time in collectives: the least over the ranks (the others
+  /// also waited for slower ranks) and the most.
+  Status ReportCollectives(double comm_seconds, double train_seconds) {
+    double least = comm_seconds, most = comm_seconds;
+    PC_RETURN_IF_ERROR(comm_->AllReduce(&least, 1, DType::kFloat64, runtime::ReduceOp::kMin));
+    PC_RETURN_IF_ERROR(comm_->AllReduce(&most, 1, DType::kFloat64, runtime::ReduceOp::kMax));
+    if (leader_)
+      out_ << fmt::format(
+                  "data-parallel: {} rank{} ({}), {} gradient bucket{} per step; of {:.2f} s of training "
+                  "steps, {:.2f} s (least rank) to {:.2f} s (most) in allreduce\n",
+                  comm_->size(), comm_->size() == 1 ? "" : "s", comm_->backend(), buckets_, buckets_ == 1 ? "" : "s",
+                  train_seconds, least, most)
+           << std::flush;
+    return Status::OK();
+  }
+
+  static bool HasAllReduce(ir::Module& m) {
+    for (const auto& op : m.main().global_block().desc().ops())
+      if (op.type() == "c_allreduce_sum" || op.type() == "all_reduce") return true;  // paddlec's or Paddle 3's
+    return false;
   }
 
   const TrainOptions& o_;
   std::ostream& out_;
+  CompileOptions compile_;
+  runtime::Communicator* comm_ = nullptr;
+  RankSplit split_;
+  bool leader_ = true;
+  int buckets_ = 0;
   io::ImageDataset data_;
   int64_t classes_ = 0;
   std::unique_ptr<Session> session_;

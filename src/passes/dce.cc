@@ -39,6 +39,10 @@ bool HasEffects(const pb::OpDesc& op) {
                                                               "send",
                                                               "recv"};
   if (kEffects.count(op.type())) return true;
+  // Every collective: the other ranks wait for this one's call (and coalesce_tensor's outputs alias its bucket).
+  if (op.type().starts_with("c_") || op.type() == "coalesce_tensor" || op.type() == "all_reduce" ||
+      op.type() == "broadcast")
+    return true;
   for (const auto& a : op.attrs())
     if (a.type() == pb::BLOCK || a.type() == pb::BLOCKS) return true;
   return false;

@@ -105,6 +105,19 @@ void AddTrainingFlags(CLI::App& c, driver::CompileOptions& o) {
   c.add_option("--weight-decay", o.weight_decay, "L2 weight decay for every parameter")->group(g);
   c.add_option("--clip-norm", o.clip_norm, "Clip gradients to this global L2 norm")->group(g);
   Repeatable(c.add_option("--no-grad", o.no_grad, "Variables that get no gradient (frozen)"))->delimiter(',')->group(g);
+  const char* dp = "Data parallel";
+  c.add_flag(
+       "--data-parallel", o.data_parallel,
+       "Average gradients over the ranks of mpirun (pass data-parallel); each rank trains on its part of the batch")
+      ->group(dp);
+  c.add_option("--nranks", o.nranks, "Ranks to compile for (default: mpirun's, 1 without it)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(dp);
+  c.add_option("--bucket-mb", o.bucket_mb, "MiB of gradients per allreduce")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->group(dp);
+  c.add_flag("--sync-bn", o.sync_bn, "Average batch_norm's running statistics over the ranks")->group(dp);
 }
 
 Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
@@ -300,6 +313,7 @@ int main(int argc, char** argv) {
       Status st = c.run();
       if (!st.ok()) {
         driver::PrintError(st.error(), std::cerr);
+        driver::StopOtherRanks(std::cerr);
         return 1;
       }
       return 0;
@@ -309,6 +323,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: internal error: " << e.what() << "\n";
+    driver::StopOtherRanks(std::cerr);
     return 1;
   }
   return 0;

@@ -17,6 +17,10 @@ namespace paddlec::driver {
 
 /// Writes `e` as "error: ..." and "note: ..." lines.
 void PrintError(const Error& e, std::ostream& err);
+/// After a failure was printed: in a run of several ranks (mpirun) whose communicator exists, says
+/// which rank failed and stops every rank (MPI_Abort), so none waits forever in a collective for
+/// this one; otherwise does nothing.
+void StopOtherRanks(std::ostream& err);
 
 /// The default compile pipeline: the program as written (training-mode batch_norm stays so).
 inline constexpr const char* kDefaultPipeline = "validate,infer-shape,init-params";
@@ -64,6 +68,12 @@ struct CompileOptions {
   double weight_decay = 0;
   double clip_norm = 0;
   std::vector<std::string> no_grad;
+  /// Data parallelism (pass "data-parallel"): average gradients over `nranks` ranks (0: the
+  /// launcher's), `bucket_mb` MiB per allreduce, batch_norm statistics averaged when `sync_bn`.
+  bool data_parallel = false;
+  int nranks = 0;
+  double bucket_mb = 25;
+  bool sync_bn = false;
 };
 
 /// The optimization passes of -O`level` (0, 1 or 2) after a pipeline's other passes: -O1 folds

@@ -331,6 +331,51 @@ def train(args):
         publish(tmp, final)
 
 
+def fleet(args):
+    """A data-parallel training program as Paddle's fleet writes it: a linear regression with SGD,
+    rewritten for 2 ranks by Paddle's own GradAllReduce transpiler (legacy format). Saved: main.pdmodel
+    and startup.pdmodel (transpiled), the initial parameters (state.pdiparams), one batch, and the
+    losses of 3 steps of the untranspiled program on that batch: what 2 ranks fed that same batch
+    compute (each rank's gradient scaled by 1/2, then summed)."""
+    paddle = import_paddle("legacy")
+    paddle.enable_static()
+    from paddle.distributed.transpiler.collective import GradAllReduce
+    from paddle.static.io import _serialize_persistables
+
+    final = os.path.join(args.out, "fleet_fc")
+    if os.path.exists(os.path.join(final, "losses.npy")):
+        return
+    tmp = atomic_dir(final)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 1
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [None, 4], "float32")
+        y = paddle.static.data("y", [None, 1], "float32")
+        loss = paddle.mean(paddle.square(paddle.static.nn.fc(x, 1) - y))
+        paddle.optimizer.SGD(learning_rate=0.1).minimize(loss, startup)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    with open(os.path.join(tmp, "state.pdiparams"), "wb") as f:
+        f.write(_serialize_persistables(main, exe))
+    rng = np.random.RandomState(5)
+    batch = {"x": rng.uniform(-1, 1, (8, 4)).astype("float32"), "y": rng.uniform(-1, 1, (8, 1)).astype("float32")}
+    np.savez(os.path.join(tmp, "batch.npz"), **batch)
+    reference = main.clone()
+    losses = [float(np.asarray(exe.run(reference, feed=batch, fetch_list=[loss.name])[0])) for _ in range(3)]
+    np.save(os.path.join(tmp, "losses.npy"), np.array(losses, dtype="float64"))
+    GradAllReduce(nrings=1).transpile(startup_program=startup, main_program=main, rank=0,
+                                      endpoints=["127.0.0.1:6170", "127.0.0.1:6171"],
+                                      current_endpoint="127.0.0.1:6170", wait_port=False)
+    with open(os.path.join(tmp, "main.pdmodel"), "wb") as f:
+        f.write(main.desc.serialize_to_string())
+    with open(os.path.join(tmp, "startup.pdmodel"), "wb") as f:
+        f.write(startup.desc.serialize_to_string())
+    with open(os.path.join(tmp, "meta.json"), "w") as f:
+        json.dump({"paddle": paddle.__version__, "main_ops": [op.type for op in main.global_block().ops],
+                   "startup_ops": [op.type for op in startup.global_block().ops]}, f)
+    publish(tmp, final)
+
+
 # ---- reading what paddlec wrote ----------------------------------------------------------------
 
 
@@ -401,8 +446,9 @@ def main():
     r.add_argument("--steps", type=int, default=1)
     r.add_argument("--predictor", action="store_true", help="also run it with paddle.inference's predictor")
     sub.add_parser("protos").add_argument("--out", required=True)
+    sub.add_parser("fleet").add_argument("--out", required=True)
     args = p.parse_args()
-    {"export": export, "train": train, "run-legacy": run_legacy, "protos": protos}[args.cmd](args)
+    {"export": export, "train": train, "run-legacy": run_legacy, "protos": protos, "fleet": fleet}[args.cmd](args)
 
 
 if __name__ == "__main__":
