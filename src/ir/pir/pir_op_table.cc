@@ -156,7 +156,8 @@ constexpr std::string_view kLegacyOnlyOps =
     "feed fetch fetch_v2 fill_constant assign_value fill_any_like fill_zeros_like mul matmul cross_entropy "
     "cross_entropy2 squared_l2_norm lookup_table top_k uniform_random gaussian_random truncated_gaussian_random "
     "conditional_block while select_input select_output increment elementwise_mod elementwise_floordiv grad_add "
-    "softmax_with_cross_entropy fc fused_elemwise_activation save_combine load_combine";
+    "softmax_with_cross_entropy fc fused_elemwise_activation save_combine load_combine "
+    "sequence_pool sequence_softmax sequence_expand sequence_pad sequence_unpad sequence_reverse sequence_mask";
 
 constexpr std::pair<std::string_view, AttrForm> kForms[] = {
     {"bool", AttrForm::kBool},       {"int", AttrForm::kInt},       {"long", AttrForm::kLong},
