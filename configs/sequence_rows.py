@@ -77,11 +77,11 @@ def train(train_limit=None, test_limit=None, epochs=3, batch_size=128, seed=1, l
             t0 = time.perf_counter()
             (value,) = exe.run(main, feed=feed(xtr[idx], ytr[idx]), fetch_list=[loss], scope=scope)
             times.append(time.perf_counter() - t0)
-        log("epoch %d: loss %.4f" % (epoch + 1, float(value)))
+        log("epoch %d: loss %.4f" % (epoch + 1, float(np.asarray(value).reshape(-1)[0])))
     correct = 0
     for b in range(0, len(xte), 1000):
         (a,) = exe.run(test, feed=feed(xte[b:b + 1000], yte[b:b + 1000]), fetch_list=[acc], scope=scope)
-        correct += float(a) * len(xte[b:b + 1000])
+        correct += float(np.asarray(a).reshape(-1)[0]) * len(xte[b:b + 1000])
     accuracy = correct / len(xte)
     step_ms = 1000 * float(np.median(times))
     log("test accuracy %.4f over %d images; median step %.2f ms (batch %d, %d steps)"

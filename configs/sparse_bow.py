@@ -88,7 +88,7 @@ def run(vocab, steps=None, epochs=1, batch_size=128, sparse=True, train_limit=No
         ids, lod = pattern_ids(xte[b:b + 1000], vocab)
         (a,) = exe.run(test, feed={"words": (ids, lod), "label": yte[b:b + 1000].reshape(-1, 1)}, fetch_list=[acc],
                        scope=scope)
-        correct += float(a) * len(xte[b:b + 1000])
+        correct += float(np.asarray(a).reshape(-1)[0]) * len(xte[b:b + 1000])
     accuracy = correct / len(xte)
     # The first steps allocate; the median is the steady state.
     step_ms = 1000 * float(np.median(times[min(3, len(times) - 1):]))

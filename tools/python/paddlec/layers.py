@@ -369,8 +369,8 @@ def sequence_pool(input, pool_type, is_test=False, pad_value=0.0, name=None):
     layer = _Layer("sequence_pool", name)
     with layer.context():
         _variable("sequence_pool", "input", input)
-        out, _ = ops.sequence_pool(x=input, out=layer.output(), max_index=layer.var("max_index"),
-                                   pooltype=str(pool_type).upper(), is_test=is_test, pad_value=float(pad_value))
+        out = ops.sequence_pool(x=input, out=layer.output(), max_index=layer.var("max_index"),
+                                pooltype=str(pool_type).upper(), is_test=is_test, pad_value=float(pad_value))
         return out
 
 
