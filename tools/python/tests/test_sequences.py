@@ -55,6 +55,21 @@ def test_feeds_take_a_lod_and_fetches_return_it():
     np.testing.assert_allclose(again, got_s.numpy())
 
 
+def test_each_run_takes_its_feeds_lod_even_when_the_shapes_stay():
+    x = layers.data("x", [2], lod_level=1)
+    y = layers.relu(x)
+    s = layers.sequence_pool(y, "sum")
+    exe = paddlec.Executor()
+    xv = np.ones((4, 2), "f4")
+    for lod, sums in (([[0, 1, 4]], [1, 3]), ([[0, 2, 2, 4]], [2, 0, 2])):
+        got_y, got_s = exe.run(feed={"x": (xv, lod)}, fetch_list=[y, s], return_numpy=False)
+        assert got_y.lod() == lod
+        np.testing.assert_allclose(np.asarray(got_s)[:, 0], sums)
+    # A feed without a LoD is a plain tensor again, which the pool then refuses.
+    with pytest.raises(errors.Error, match="X has no LoD"):
+        exe.run(feed={"x": xv}, fetch_list=[y])
+
+
 def test_create_lod_tensor_from_a_list_of_sequences():
     t = paddlec.create_lod_tensor([[1, 2], [3], [4, 5, 6]], [[2, 1, 3]])
     assert t.shape() == [6, 1] and t.lod() == [[0, 2, 3, 6]]
