@@ -29,6 +29,29 @@ StatusOr<std::pair<std::string, Dims>> ParseInputShape(const std::string& spec) 
   return std::make_pair(spec.substr(0, colon), dims);
 }
 
+StatusOr<std::pair<std::string, runtime::LoD>> ParseLoDSpec(const std::string& spec) {
+  size_t eq = spec.find('=');
+  auto bad = [&] {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "bad --lod '{}': expected NAME=OFFSETS, e.g. words=0,2,5 (levels separated by ';')", spec);
+  };
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) return bad();
+  runtime::LoD lod(1);
+  std::string_view rest = std::string_view(spec).substr(eq + 1);
+  while (true) {
+    size_t cut = rest.find_first_of(",;");
+    std::string_view d = rest.substr(0, cut);
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), v);
+    if (d.empty() || ec != std::errc() || end != d.data() + d.size()) return bad();
+    lod.back().push_back(v);
+    if (cut == std::string_view::npos) break;
+    if (rest[cut] == ';') lod.emplace_back();
+    rest.remove_prefix(cut + 1);
+  }
+  return std::make_pair(spec.substr(0, eq), lod);
+}
+
 StatusOr<Fill> ParseFill(const std::string& name) {
   if (name == "zeros") return Fill::kZeros;
   if (name == "ones") return Fill::kOnes;

@@ -16,6 +16,10 @@ namespace paddlec::driver {
 /// "img:4x1x28x28" -> ("img", [4, 1, 28, 28]); "x:" is a scalar.
 StatusOr<std::pair<std::string, Dims>> ParseInputShape(const std::string& spec);
 
+/// "words=0,2,5" -> ("words", [[0, 2, 5]]); levels are separated by ';' ("x=0,1,3;0,2,5,9").
+/// Checked for form only; the fed tensor checks it against its rows (runtime::LoDProblem).
+StatusOr<std::pair<std::string, runtime::LoD>> ParseLoDSpec(const std::string& spec);
+
 enum class Fill { kZeros, kOnes, kRandom };
 StatusOr<Fill> ParseFill(const std::string& name);
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <ostream>
 
 #include "inputs.h"
@@ -49,7 +50,9 @@ std::string Summary(const std::string& name, const runtime::Tensor& t) {
   });
   if (!st.ok()) values = "?";
   if (t.numel() > n) values += ", ...";
-  return fmt::format("{}  {}  {}  [{}]", name, DTypeName(t.dtype()), t.dims().ToString(), values);
+  std::string lod;
+  for (const auto& level : t.lod()) lod += fmt::format("{}[{}]", lod.empty() ? "  lod=" : ";", fmt::join(level, ","));
+  return fmt::format("{}  {}  {}  [{}]{}", name, DTypeName(t.dtype()), t.dims().ToString(), values, lod);
 }
 
 /// The tensors of every step, stacked along a new first axis ([steps, ...]); they must agree in
@@ -130,19 +133,42 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
 
   // Check everything the user gave before running anything.
   auto host_alloc = runtime::CpuCachingAllocator::Create();
+  std::map<std::string, runtime::LoD> lods;
+  for (const auto& spec : options.lods) {
+    PC_ASSIGN_OR_RETURN(auto parsed, ParseLoDSpec(spec));
+    if (!lods.emplace(parsed.first, std::move(parsed.second)).second)
+      return MakeError(ErrorCode::kInvalidArgument, "--lod names '{}' twice", parsed.first);
+  }
+  std::set<std::string> fed;
+  auto feed = [&](const std::string& name, runtime::Tensor& t) -> Status {
+    if (auto it = lods.find(name); it != lods.end()) {
+      std::string problem = runtime::LoDProblem(it->second, t.dims().rank() ? t.dims()[0] : -1);
+      if (t.dims().rank() == 0) problem = "a scalar cannot carry a LoD";
+      if (!problem.empty())
+        return MakeError(ErrorCode::kInvalidArgument, "--lod {}: {}", name, problem)
+            .Note("offsets start at 0, never decrease, and the last level ends at the fed array's row count");
+      t.mutable_lod() = it->second;
+    }
+    fed.insert(name);
+    return session->Feed(name, t);
+  };
   for (const auto& spec : options.feeds) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos && spec.ends_with(".npz")) {
       // An archive feeds each of its arrays to the input of the same name.
       PC_ASSIGN_OR_RETURN(io::NamedTensors arrays, io::ReadNpz(spec, *host_alloc));
-      for (const auto& [name, t] : arrays) PC_RETURN_IF_ERROR(session->Feed(name, t));
+      for (auto& [name, t] : arrays) PC_RETURN_IF_ERROR(feed(name, t));
       continue;
     }
     if (eq == std::string::npos || eq == 0)
       return MakeError(ErrorCode::kInvalidArgument, "bad --feed '{}': expected NAME=FILE.npy or FILE.npz", spec);
     PC_ASSIGN_OR_RETURN(runtime::Tensor t, io::ReadNpy(spec.substr(eq + 1), *host_alloc));
-    PC_RETURN_IF_ERROR(session->Feed(spec.substr(0, eq), t));
+    PC_RETURN_IF_ERROR(feed(spec.substr(0, eq), t));
   }
+  for (const auto& [name, lod] : lods)
+    if (!fed.count(name))
+      return MakeError(ErrorCode::kInvalidArgument, "--lod names '{}', which is not fed with --feed", name)
+          .Note(fmt::format("feed it: --feed {}=FILE.npy --lod {}=...", name, name));
   PC_RETURN_IF_ERROR(FillInputs(options, *session, *host_alloc));
   std::vector<std::string> fetches = options.fetches;
   if (fetches.empty())

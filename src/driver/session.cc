@@ -171,6 +171,7 @@ Status Session::Feed(const std::string& name, const runtime::Tensor& host) {
   if (cast.convert) {
     if (!cast.warning.empty()) spdlog::warn("{}", cast.warning);
     PC_ASSIGN_OR_RETURN(runtime::Tensor converted, Convert(host, want, *host_alloc_));
+    converted.mutable_lod() = host.lod();
     PC_RETURN_IF_ERROR(executor_->device().CopyFromHost(converted, scope_.Var(name).tensor()));
   } else {
     PC_RETURN_IF_ERROR(executor_->device().CopyFromHost(host, scope_.Var(name).tensor()));

@@ -30,6 +30,10 @@ struct Plan::Step {
   // sized by input values): the dims they produced when the later steps were prepared.
   bool kernel_sized = false;
   std::vector<Dims> dynamic_dims;
+  // The op's LoD rule at run time (OpInfo::lod_rule): outputs share `lod_source`'s LoD (null: the
+  // kernel sets it, or the op has no shape function such as feed and control flow), or lose theirs.
+  Variable* lod_source = nullptr;
+  bool lod_none = false;
   int64_t calls = 0;
   double total_ms = 0;
 };
@@ -127,6 +131,26 @@ class RuntimeShapeContext final : public ops::InferShapeContext {
 
 bool HasValue(const Variable& v) { return v.tensor().initialized() || !v.list().empty(); }
 
+/// Applies an op's LoD rule to its outputs after it ran: outputs with as many rows as the source
+/// share its LoD (PaddlePaddle's ShareLoD); `none` drops it. Copies only when something changed, so
+/// a step over plain tensors costs two emptiness checks per output.
+void ApplyLoDRule(const Variable* source, bool none, std::span<Variable* const> outputs) {
+  static const runtime::LoD kEmpty;
+  const Tensor* src = source ? &source->tensor() : nullptr;
+  const runtime::LoD& lod = src ? src->lod() : kEmpty;
+  for (Variable* v : outputs) {
+    if (v == nullptr || v == source) continue;
+    Tensor& t = v->tensor();
+    bool share = !none && !lod.empty() && t.dims().rank() > 0 && src->dims().rank() > 0 &&
+                 t.dims()[0] == src->dims()[0];
+    if (!share) {
+      if (!t.lod().empty()) t.mutable_lod().clear();
+    } else if (t.lod() != lod) {
+      t.mutable_lod() = lod;
+    }
+  }
+}
+
 }  // namespace
 
 Plan::~Plan() = default;
@@ -209,6 +233,13 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
     for (auto [off, cnt] : in_ranges) step->in_slots.emplace_back(step->vars.data() + off, cnt);
     for (auto [off, cnt] : out_ranges) step->out_slots.emplace_back(step->vars.data() + off, cnt);
     step->ctx = std::make_unique<KernelContext>(step->in_slots, step->out_slots, &device);
+    if (info->infer_shape() != nullptr) {
+      const ops::LoDRule& rule = info->lod_rule();
+      step->lod_none = rule.kind == ops::LoDRule::kNone;
+      if (rule.kind == ops::LoDRule::kShareInput && rule.slot < static_cast<int>(in_ranges.size()) &&
+          in_ranges[rule.slot].second > 0)
+        step->lod_source = step->vars[in_ranges[rule.slot].first];
+    }
 
     DType dtype = KernelDType(*info, op.desc(), block, *step->attrs);
     DeviceType dev = device.place().type;
@@ -340,6 +371,9 @@ Status Plan::RunSteps() {
     }
     if (!st.ok()) [[unlikely]]
       return StepError(s, std::move(st).TakeError());
+    if (s.lod_source != nullptr || s.lod_none)
+      ApplyLoDRule(s.lod_source, s.lod_none,
+                   std::span<Variable* const>(s.vars.data() + s.first_output, s.vars.size() - s.first_output));
     if (!s.dynamic_dims.empty()) {
       // An op that sizes its own outputs: the ops after it must see the shapes it produced.
       for (int k = s.first_output, j = 0; k < static_cast<int>(s.vars.size()); ++k, ++j) {

@@ -401,6 +401,42 @@ class CompileTimeContext final : public InferShapeContext {
   ir::Op op_;
 };
 
+int LoDLevelOf(const ir::pb::VarDesc& v) {
+  const auto& t = v.type();
+  if (t.type() == ir::pb::VarType::LOD_TENSOR) return t.lod_tensor().lod_level();
+  if (t.type() == ir::pb::VarType::LOD_TENSOR_ARRAY) return t.tensor_array().lod_level();
+  return 0;
+}
+
+/// The op's LoD rule (OpInfo::lod_rule) at compile time: the lod_level of each output it shaped.
+/// Shared levels go to outputs with the source's leading dim (an fc keeps its rows' sequences, a
+/// mean over them does not).
+void ApplyLoDLevels(ir::Op op, const OpInfo& info, const std::vector<CompileTimeContext::Pending>& outs,
+                    bool* changed) {
+  const LoDRule& rule = info.lod_rule();
+  const ir::pb::VarDesc* src = nullptr;
+  if (rule.kind != LoDRule::kNone && rule.slot < info.num_inputs()) {
+    const auto& args = op.Input(info.proto().inputs(rule.slot).name());
+    if (!args.empty()) src = op.block().FindVar(args[0]);
+  }
+  int level = src ? LoDLevelOf(*src) : 0;
+  Dims src_dims;
+  if (src != nullptr)
+    if (auto d = ir::VarDims(*src); d.ok()) src_dims = *d;
+  for (const auto& p : outs) {
+    ir::pb::VarDesc* v = op.block().FindVar(p.var);
+    if (v == nullptr || v->type().type() != ir::pb::VarType::LOD_TENSOR) continue;
+    int want = 0;
+    if (rule.kind == LoDRule::kKernel) want = std::max(0, level + rule.delta);
+    if (rule.kind == LoDRule::kShareInput && level > 0 && p.dims.rank() > 0 && src_dims.rank() > 0 &&
+        p.dims[0] == src_dims[0])
+      want = level;
+    if (LoDLevelOf(*v) == want) continue;
+    v->mutable_type()->mutable_lod_tensor()->set_lod_level(want);
+    if (changed != nullptr) *changed = true;
+  }
+}
+
 /// Scalars are [] in newer PaddlePaddle and [1] in older files; treat them as the same shape.
 bool BothScalars(const Dims& a, const Dims& b) { return a.Numel() == 1 && b.Numel() == 1 && a.rank() <= 1 && b.rank() <= 1; }
 
@@ -445,6 +481,7 @@ Status InferShapeAtCompileTime(ir::Op op, const OpRegistry& registry, bool* chan
     }
     ir::SetVarShape(v, merged, p.dtype);
   }
+  ApplyLoDLevels(op, *info, ctx.pending_, changed);
   return Status::OK();
 }
 

@@ -202,6 +202,21 @@ OpBuilder& OpBuilder::GradOf(std::string_view forward_type) {
   return *this;
 }
 
+OpBuilder& OpBuilder::ShareLoD(InSlot slot) {
+  info_->lod_rule_ = {LoDRule::kShareInput, slot.index, 0};
+  return *this;
+}
+
+OpBuilder& OpBuilder::LoDFromKernel(InSlot slot, int delta) {
+  info_->lod_rule_ = {LoDRule::kKernel, slot.index, delta};
+  return *this;
+}
+
+OpBuilder& OpBuilder::NoLoD() {
+  info_->lod_rule_ = {LoDRule::kNone, 0, 0};
+  return *this;
+}
+
 OpBuilder& OpBuilder::KernelDTypeFromInput(InSlot slot) {
   info_->kernel_dtype_ = {KernelDTypeRule::kInput, slot.index, "", DType::kFloat32};
   return *this;

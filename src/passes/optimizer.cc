@@ -49,6 +49,8 @@ class OptimizerPass final : public Pass {
             {"beta1", PassOption::Type::kFloat, "0.9", "adam: decay of the first moment"},
             {"beta2", PassOption::Type::kFloat, "0.999", "adam: decay of the second moment"},
             {"epsilon", PassOption::Type::kFloat, "1e-8", "adam: added to the denominator"},
+            {"lazy_mode", PassOption::Type::kBool, "false",
+             "adam: a sparse gradient (an is_sparse embedding's) updates only its rows"},
             {"weight_decay", PassOption::Type::kFloat, "0", "L2 weight decay coefficient for every parameter"},
             {"clip_norm", PassOption::Type::kFloat, "0", "clip gradients to this global L2 norm (0: off)"}};
   }
@@ -63,6 +65,7 @@ class OptimizerPass final : public Pass {
     beta1_ = o.GetFloat("beta1");
     beta2_ = o.GetFloat("beta2");
     epsilon_ = o.GetFloat("epsilon");
+    lazy_mode_ = o.GetBool("lazy_mode");
     weight_decay_ = o.GetFloat("weight_decay");
     clip_norm_ = o.GetFloat("clip_norm");
     if (!(lr_ > 0) || !std::isfinite(lr_))
@@ -137,7 +140,7 @@ class OptimizerPass final : public Pass {
            {{"ParamOut", {param}}, {"Moment1Out", {m1}}, {"Moment2Out", {m2}}, {"Beta1PowOut", {b1}},
             {"Beta2PowOut", {b2}}},
            {ops::MakeAttr("beta1", static_cast<float>(beta1_)), ops::MakeAttr("beta2", static_cast<float>(beta2_)),
-            ops::MakeAttr("epsilon", static_cast<float>(epsilon_))},
+            ops::MakeAttr("epsilon", static_cast<float>(epsilon_)), ops::MakeAttr("lazy_mode", lazy_mode_)},
            kRoleOptimize, param, grad);
       }
     }
@@ -218,6 +221,7 @@ class OptimizerPass final : public Pass {
   }
 
   std::string type_;
+  bool lazy_mode_ = false;
   double lr_ = 0.01, mu_ = 0.9, beta1_ = 0.9, beta2_ = 0.999, epsilon_ = 1e-8, weight_decay_ = 0, clip_norm_ = 0;
   bool nesterov_ = false;
   ir::Block* main_ = nullptr;

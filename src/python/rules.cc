@@ -5,6 +5,7 @@
 #include "bindings.h"
 #include "paddlec/core/feed_rules.h"
 #include "paddlec/ir/op_role.h"
+#include "paddlec/runtime/tensor.h"
 
 namespace paddlec::python {
 
@@ -34,6 +35,12 @@ void RegisterRules(py::module_& m) {
       "Checks an array (dtype name, shape) fed to input `name` declared with `declared_dtype` and "
       "`declared_dims` (-1 for any size; None or [] for unchecked): the rule of `paddlec run --feed`. Returns "
       "(dtype to convert to or None, warning text or None); raises InvalidArgumentError otherwise.");
+
+  m.def(
+      "lod_problem",
+      [](const std::vector<std::vector<uint64_t>>& lod, int64_t rows) { return runtime::LoDProblem(lod, rows); },
+      py::arg("lod"), py::arg("rows"),
+      "What is wrong with LoD offsets for a tensor of `rows` rows (runtime::LoDProblem); '' when nothing is.");
 
   py::dict roles;
   roles["forward"] = static_cast<int>(ir::kOpRoleForward);

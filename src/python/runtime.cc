@@ -184,6 +184,41 @@ const Tensor& ValueOf(const runtime::Scope& scope, const std::string& name) {
   return v->tensor();
 }
 
+/// The LoD fed with variable `name` (a list of levels, each a list of offsets), checked against the
+/// `rows` the fed array has.
+runtime::LoD LoDFromPython(py::handle obj, const std::string& name, const Dims& dims) {
+  runtime::LoD lod;
+  try {
+    for (py::handle level : py::reinterpret_borrow<py::iterable>(obj)) {
+      lod.emplace_back();
+      for (py::handle x : py::reinterpret_borrow<py::iterable>(level)) {
+        int64_t v = x.cast<int64_t>();
+        if (v < 0)
+          throw PaddlecException(
+              MakeError(ErrorCode::kInvalidArgument, "'{}': LoD offsets must be >= 0, got {}", name, v));
+        lod.back().push_back(static_cast<uint64_t>(v));
+      }
+    }
+  } catch (const py::cast_error&) {
+    throw PaddlecException(MakeError(ErrorCode::kInvalidArgument,
+                                     "'{}': the LoD must be a list of lists of int offsets, such as [[0, 2, 5]]", name));
+  }
+  if (dims.rank() == 0 && !lod.empty())
+    throw PaddlecException(MakeError(ErrorCode::kInvalidArgument, "'{}': a scalar cannot carry a LoD", name));
+  std::string problem = runtime::LoDProblem(lod, dims.rank() ? dims[0] : 0);
+  if (!problem.empty())
+    throw PaddlecException(MakeError(ErrorCode::kInvalidArgument, "'{}': invalid LoD {}: {}", name,
+                                     py::str(obj).cast<std::string>(), problem)
+                               .Note("offsets start at 0, never decrease, and the last level ends at the row count"));
+  return lod;
+}
+
+py::list LoDToPython(const runtime::LoD& lod) {
+  py::list out;
+  for (const auto& level : lod) out.append(py::cast(std::vector<uint64_t>(level.begin(), level.end())));
+  return out;
+}
+
 /// A CPU context for parameter files that keeps the thread count callers chose (creating a context
 /// sets OpenMP's).
 std::unique_ptr<runtime::DeviceContext> HostContext() {
@@ -216,7 +251,8 @@ class PyExecutor {
   std::string place() const { return exec_->place().ToString(); }
 
   py::list Run(const StatePtr& program, int block_idx, const ScopePtr& scope, const py::dict& feeds,
-               const std::vector<std::string>& fetches, uint64_t seed, bool zero_copy) {
+               const std::vector<std::string>& fetches, uint64_t seed, bool zero_copy, const py::dict& lods,
+               bool return_lod) {
     Entry& e = Prepare(program, block_idx, scope, seed);
     runtime::Scope& s = *e.local.child;
     auto& device = exec_->device();
@@ -235,6 +271,9 @@ class PyExecutor {
       } else {
         CopyArray(v, name, t, device.allocator());
       }
+      // A feed without a LoD is a plain tensor, whatever the variable held before.
+      if (lods.contains(k)) t.mutable_lod() = LoDFromPython(lods[k], name, t.dims());
+      else if (!t.lod().empty()) t.mutable_lod().clear();
     }
     // An op updating a variable in place would write into memory a caller fed without a copy, through
     // this program or another one sharing the scope: give such variables memory of their own first.
@@ -254,13 +293,16 @@ class PyExecutor {
     py::list out;
     for (const auto& name : fetches) {
       const Tensor& t = ValueOf(s, name);
+      py::object array;
       if (t.place().is_cpu()) {
-        out.append(TensorToArray(t, name));
+        array = TensorToArray(t, name);
       } else {
         Tensor host;
         ThrowIfError(device.CopyToHost(t, host, *scope->host_alloc));
-        out.append(TensorToArray(host, name));
+        array = TensorToArray(host, name);
       }
+      if (return_lod) out.append(py::make_tuple(array, LoDToPython(t.lod())));
+      else out.append(array);
     }
     return out;
   }
@@ -431,9 +473,11 @@ void RegisterRuntime(py::module_& m) {
       .def(py::init<const std::string&, int>(), py::arg("place") = "cpu", py::arg("num_threads") = 0)
       .def_property_readonly("place", &PyExecutor::place)
       .def("run", &PyExecutor::Run, py::arg("program"), py::arg("block"), py::arg("scope"), py::arg("feeds"),
-           py::arg("fetches"), py::arg("seed") = 0, py::arg("zero_copy") = true,
-           "Feeds arrays (dict name -> C-contiguous ndarray of a supported dtype), runs the block once and "
-           "returns copies of the fetched variables.")
+           py::arg("fetches"), py::arg("seed") = 0, py::arg("zero_copy") = true, py::arg("lods") = py::dict(),
+           py::arg("return_lod") = false,
+           "Feeds arrays (dict name -> C-contiguous ndarray of a supported dtype; `lods` maps names to LoD "
+           "offsets), runs the block once and returns copies of the fetched variables ((array, lod) pairs "
+           "with return_lod).")
       .def_property_readonly("cached_plans", &PyExecutor::cached_plans)
       .def("clear_cache", &PyExecutor::ClearCache);
 

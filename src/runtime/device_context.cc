@@ -14,6 +14,8 @@ Status DeviceContext::CopyFromHost(const Tensor& host, Tensor& device) {
   PC_RETURN_IF_ERROR(device.Allocate(allocator()));
   if (host.nbytes() > 0) std::memcpy(device.raw_data(), host.raw_data(), host.nbytes());
   device.mutable_lod() = host.lod();
+  if (host.is_selected_rows()) device.SetSelectedRows(host.rows(), host.height());
+  else device.ClearSelectedRows();
   return Status::OK();
 }
 
@@ -22,6 +24,8 @@ Status DeviceContext::CopyToHost(const Tensor& device, Tensor& host, Allocator& 
   PC_RETURN_IF_ERROR(host.Allocate(host_alloc));
   if (device.nbytes() > 0) std::memcpy(host.raw_data(), device.raw_data(), device.nbytes());
   host.mutable_lod() = device.lod();
+  if (device.is_selected_rows()) host.SetSelectedRows(device.rows(), device.height());
+  else host.ClearSelectedRows();
   return Status::OK();
 }
 

@@ -79,6 +79,7 @@ Tensor Cast(const Tensor& t, DType to) {
     for (size_t i = 0; i < v.size(); ++i) out.data<T>()[i] = static_cast<T>(v[i]);
   });
   REQUIRE(st.ok());
+  out.mutable_lod() = t.lod();
   return out;
 }
 
@@ -240,6 +241,9 @@ static StatusOr<std::unique_ptr<ir::Module>> CompileOps(const OpTest::Impl& impl
       DType t = in.tensors[i].dtype();
       if (float_as && IsFloating(t)) t = *float_as;
       ir::SetVarShape(v, d, t);
+      // A sequence batch declares its nesting, as layers.data(lod_level=...) does.
+      if (!in.tensors[i].lod().empty())
+        v->mutable_type()->mutable_lod_tensor()->set_lod_level(static_cast<int>(in.tensors[i].lod().size()));
     }
   }
   for (const auto& [name, dt] : extra_vars) {
@@ -314,9 +318,12 @@ Status OpTest::Run() {
     const auto* v = block.FindVar(name);
     if (v == nullptr) continue;
     auto d = ir::VarDims(*v);
-    if (d.ok() && !DimsMatch(*d, t.dims()))
+    // A SelectedRows holds some rows of the declared table: its height stands for the row count.
+    Dims run_dims = t.dims();
+    if (t.is_selected_rows() && run_dims.rank() > 0) run_dims[0] = t.height();
+    if (d.ok() && !DimsMatch(*d, run_dims))
       return MakeError(ErrorCode::kShape, "{}: compile-time dims {} of '{}' disagree with run-time dims {}", type_,
-                       d->ToString(), name, t.dims().ToString());
+                       d->ToString(), name, run_dims.ToString());
     if (ir::VarDType(*v) != t.dtype())
       return MakeError(ErrorCode::kShape, "{}: compile-time dtype {} of '{}' disagrees with run-time dtype {}", type_,
                        DTypeName(ir::VarDType(*v)), name, DTypeName(t.dtype()));
@@ -349,6 +356,15 @@ Dims OpTest::CompiledDims(const std::string& slot, int i) {
   auto d = ir::VarDims(*v);
   REQUIRE(d.ok());
   return *d;
+}
+
+int OpTest::CompiledLoDLevel(const std::string& slot, int i) {
+  REQUIRE_MESSAGE(impl_->module != nullptr, "CompiledLoDLevel() before Compile()/Run()");
+  const Impl::Out* out = impl_->FindOut(slot);
+  REQUIRE(out != nullptr);
+  const auto* v = impl_->module->main().global_block().FindVar(out->names.at(i));
+  REQUIRE(v != nullptr);
+  return v->type().lod_tensor().lod_level();
 }
 
 void OpTest::CheckGrad(const GradCheck& check) {
@@ -443,6 +459,8 @@ void OpTest::CheckGrad(const GradCheck& check) {
         Tensor tp(x.dtype(), x.dims()), tm(x.dtype(), x.dims());
         REQUIRE(tp.Allocate(HostAllocator()).ok());
         REQUIRE(tm.Allocate(HostAllocator()).ok());
+        tp.mutable_lod() = x.lod();
+        tm.mutable_lod() = x.lod();
         REQUIRE(VisitDType(x.dtype(), [&]<class T>() {
                   for (size_t q = 0; q < xv.size(); ++q) {
                     tp.data<T>()[q] = static_cast<T>(plus[q]);

@@ -98,6 +98,8 @@ class OpTest {
   void ExpectOutput(const std::string& slot, const Tensor& expected, Tolerance tol = {}, int i = 0);
   /// The compile-time dims inferred for an output.
   Dims CompiledDims(const std::string& slot, int i = 0);
+  /// The compile-time lod_level inferred for an output (inputs with a LoD declare its depth).
+  int CompiledLoDLevel(const std::string& slot, int i = 0);
 
   struct GradCheck {
     std::vector<std::string> inputs;  // input slots to differentiate (float tensors only)

@@ -168,6 +168,9 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   c->add_option("--device", o.device, "cpu, gpu or gpu:N")->capture_default_str();
   Repeatable(c->add_option("--feed", o.feeds,
                            "NAME=FILE.npy, or FILE.npz feeding each array to the input of its name (repeatable)"));
+  Repeatable(c->add_option("--lod", o.lods,
+                           "NAME=OFFSETS (repeatable): the fed input's sequence offsets (LoD), e.g. words=0,2,5; "
+                           "levels separated by ';'"));
   Repeatable(c->add_option("--input-shape", o.input_shapes,
                            "NAME:D0xD1x... (repeatable): the shape of an input made by --fill, e.g. img:1x3x224x224"));
   c->add_option("--fill", o.fill,

@@ -97,6 +97,7 @@ struct RunOptions {
   std::string input_format;
   std::string device = "cpu";
   std::vector<std::string> feeds;         // NAME=FILE.npy, or FILE.npz (each array feeds the input of its name)
+  std::vector<std::string> lods;          // NAME=0,2,5[;...]: the LoD of a fed input (a sequence batch)
   std::vector<std::string> input_shapes;  // NAME:D0xD1x...: the shape of an input made by `fill`
   std::string fill;                       // random | zeros | ones: make the inputs not fed ("" = random if
                                           // input_shapes is set, else none)

@@ -50,6 +50,23 @@ struct KernelDTypeRule {
   DType fixed = DType::kFloat32;
 };
 
+/// How an op's outputs get their sequence structure (LoD). Compile time: each output's lod_level;
+/// run time: each output's LoD offsets.
+struct LoDRule {
+  enum Kind {
+    /// Outputs whose leading dim matches input `slot`'s take its lod_level and, at run time, its LoD
+    /// (elementwise, fc, activations). The default, from the first input.
+    kShareInput,
+    /// Outputs have lod_level = input `slot`'s + `delta` (>= 0); the kernel sets the run-time LoD
+    /// (sequence_pool: -1, sequence_unpad: +1).
+    kKernel,
+    /// Outputs are never sequences (sequence_pad, losses).
+    kNone,
+  } kind = kShareInput;
+  int slot = 0;
+  int delta = 0;
+};
+
 class OpInfo {
  public:
   const std::string& type() const { return proto_.type(); }
@@ -69,6 +86,7 @@ class OpInfo {
   /// Input slot indices that gradients never flow into (labels, ids, shapes).
   const std::vector<int>& no_grad_inputs() const { return no_grad_inputs_; }
   const KernelDTypeRule& kernel_dtype_rule() const { return kernel_dtype_; }
+  const LoDRule& lod_rule() const { return lod_rule_; }
   /// True when the kernel of this op instance sets (and allocates) its outputs' run-time dims itself:
   /// ops without a shape function, and ops declared with OpBuilder::OutputDimsFromKernel whose
   /// instance binds one of the declared inputs.
@@ -89,6 +107,7 @@ class OpInfo {
   std::string forward_type_;
   std::vector<int> no_grad_inputs_;
   KernelDTypeRule kernel_dtype_;
+  LoDRule lod_rule_;
   bool kernel_sizes_outputs_ = false;
   std::vector<int> kernel_sizes_outputs_when_bound_;  // input slot indices; empty = always
   std::map<std::pair<int, int>, KernelFactory> kernels_;
@@ -147,6 +166,13 @@ class OpBuilder {
   /// marks every output dispensable and the op itself NoGradient. Without an explicit InferShape,
   /// each output S@GRAD takes the shape and dtype of the input S.
   OpBuilder& GradOf(std::string_view forward_type);
+
+  /// Outputs share input `slot`'s LoD (the default shares the first input's).
+  OpBuilder& ShareLoD(InSlot slot);
+  /// The kernel sets the outputs' LoD; their lod_level is input `slot`'s plus `delta`.
+  OpBuilder& LoDFromKernel(InSlot slot, int delta);
+  /// Outputs are plain tensors, whatever the inputs' LoD.
+  OpBuilder& NoLoD();
 
   OpBuilder& KernelDTypeFromInput(InSlot slot);
   OpBuilder& KernelDTypeFromAttr(std::string attr);

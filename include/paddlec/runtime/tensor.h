@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "paddlec/core/dims.h"
@@ -16,8 +17,13 @@
 
 namespace paddlec::runtime {
 
-/// Level-of-detail offsets (PaddlePaddle's sequence metadata); carried, not interpreted, for now.
+/// Level-of-detail offsets (PaddlePaddle's sequence metadata): level k holds offsets into level k+1
+/// (the last level into the tensor's rows); each level starts at 0 and never decreases.
 using LoD = std::vector<std::vector<uint64_t>>;
+
+/// What is wrong with `lod` for a tensor of `rows` rows ("level 1 ends at 4 but the tensor has 5
+/// rows"); empty when nothing is. Implemented in src/runtime/lod.cc.
+std::string LoDProblem(const LoD& lod, int64_t rows);
 
 class Tensor {
  public:
@@ -31,6 +37,21 @@ class Tensor {
   Place place() const { return buffer_ ? buffer_->place() : Place::CPU(); }
   const LoD& lod() const { return lod_; }
   LoD& mutable_lod() { return lod_; }
+
+  /// SelectedRows (PaddlePaddle's sparse gradient): when set, this tensor holds only the rows
+  /// `rows()[i]` of a `height()`-row table, one per leading index, in that order (duplicates allowed;
+  /// they add). Row indices stay on the host; a CUDA kernel copies the few it needs.
+  bool is_selected_rows() const { return height_ >= 0; }
+  const std::vector<int64_t>& rows() const { return rows_; }
+  int64_t height() const { return height_; }
+  void SetSelectedRows(std::vector<int64_t> rows, int64_t height) {
+    rows_ = std::move(rows);
+    height_ = height;
+  }
+  void ClearSelectedRows() {
+    rows_.clear();
+    height_ = -1;
+  }
 
   void set_dtype(DType t) { dtype_ = t; }
   /// Sets the shape. Unknown (-1) dims count as 0 elements.
@@ -79,6 +100,8 @@ class Tensor {
   std::shared_ptr<Buffer> buffer_;
   size_t offset_ = 0;
   LoD lod_;
+  std::vector<int64_t> rows_;
+  int64_t height_ = -1;  // >= 0: a SelectedRows
 };
 
 }  // namespace paddlec::runtime

@@ -1,6 +1,9 @@
 // lookup_table_v2 (embedding) and its gradient: Out[..., :] = W[Ids[...], :], with rows equal to
-// padding_idx giving zeros; the gradient scatter-adds Out@GRAD rows into a dense W@GRAD.
+// padding_idx giving zeros; the gradient scatter-adds Out@GRAD rows into a dense W@GRAD, or with
+// is_sparse is a SelectedRows (runtime/tensor.h): the ids as rows, Out@GRAD's rows as values, so a
+// lazy optimizer touches only those rows of a large table.
 #include <cstring>
+#include <vector>
 
 #include "common/cpu_kernels.h"
 #include "nn/nn.h"
@@ -20,7 +23,10 @@ constexpr int64_t kNoPadding = -1;
 
 struct EmbeddingAttrs {
   int64_t padding_idx;
-  static EmbeddingAttrs Decode(const AttrReader& a) { return {a.Get<int64_t>("padding_idx")}; }
+  bool is_sparse;
+  static EmbeddingAttrs Decode(const AttrReader& a) {
+    return {a.Get<int64_t>("padding_idx"), a.Get<bool>("is_sparse")};
+  }
 };
 
 /// Checks W and Ids; returns the output shape Ids.dims + [embedding_dim].
@@ -115,13 +121,40 @@ Status ScatterAdd(const Dims& w, const I* ids, int64_t n, int64_t padding_idx, c
   return Status::OK();
 }
 
+/// W@GRAD as a SelectedRows: one row per id except padding_idx, valued Out@GRAD's row.
+template <class T, class I>
+Status SparseGrad(KernelContext& ctx, const I* ids, int64_t n, int64_t padding_idx) {
+  const Dims& w = ctx.In(kW).dims();
+  PC_RETURN_IF_ERROR(CheckIds(ids, n, w[0], padding_idx, w));
+  std::vector<int64_t> rows, positions;
+  for (int64_t i = 0; i < n; ++i)
+    if (padding_idx == kNoPadding || static_cast<int64_t>(ids[i]) != padding_idx) {
+      rows.push_back(static_cast<int64_t>(ids[i]));
+      positions.push_back(i);
+    }
+  const int64_t dim = w[1];
+  PC_RETURN_IF_ERROR(ctx.ResizeOut(kDW, Dims{static_cast<int64_t>(rows.size()), dim}, ctx.In(kDOut).dtype()));
+  Tensor& dw = ctx.Out(kDW);
+  const T* dout = ctx.In(kDOut).data<T>();
+  for (size_t k = 0; k < positions.size(); ++k)
+    std::memcpy(dw.data<T>() + k * dim, dout + positions[k] * dim, static_cast<size_t>(dim) * sizeof(T));
+  dw.SetSelectedRows(std::move(rows), w[0]);
+  return Status::OK();
+}
+
 template <class T>
 Status EmbeddingGradCpu(KernelContext& ctx, const EmbeddingAttrs& attrs) {
   Tensor* dw = ctx.OutOpt(kDW);
   if (dw == nullptr) return Status::OK();
   const Tensor& ids = ctx.In(kIds);
+  if (attrs.is_sparse) {
+    if (ids.dtype() == DType::kInt32) return SparseGrad<T>(ctx, ids.data<int32_t>(), ids.numel(), attrs.padding_idx);
+    return SparseGrad<T>(ctx, ids.data<int64_t>(), ids.numel(), attrs.padding_idx);
+  }
   const T* dout = ctx.In(kDOut).data<T>();
   const Dims& w = ctx.In(kW).dims();
+  PC_RETURN_IF_ERROR(ctx.ResizeOut(kDW, w, ctx.In(kDOut).dtype()));
+  dw->ClearSelectedRows();
   if (ids.dtype() == DType::kInt32)
     return ScatterAdd<T>(w, ids.data<int32_t>(), ids.numel(), attrs.padding_idx, dout, dw->data<T>());
   return ScatterAdd<T>(w, ids.data<int64_t>(), ids.numel(), attrs.padding_idx, dout, dw->data<T>());
@@ -140,7 +173,7 @@ void RegisterEmbeddingOps(OpRegistry& r) {
       .Attr("padding_idx", int64_t{-1}, "Id whose rows are zeros and get no gradient; -1 for none.")
       .Min(-1)
       .Attr("is_sparse", false,
-            "PaddlePaddle returns a SelectedRows gradient when set; paddlec always returns the equal dense one.")
+            "Make W@GRAD a SelectedRows (the looked-up rows only), which sgd, momentum and adam apply lazily.")
       .Attr("is_distributed", false, "Parameter-server sharding hint; ignored.")
       .ExtraAttr()
       .Attr("remote_prefetch", false, "Parameter-server prefetch hint; ignored.")
@@ -157,6 +190,7 @@ void RegisterEmbeddingOps(OpRegistry& r) {
       .ExtraAttr()
       .InferShape(InferEmbedding)
       .Grad()
+      .ShareLoD(kIds)
       .NoGradInput(kIds)
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernel(EmbeddingCpu<float>))
       .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernel(EmbeddingCpu<double>));
@@ -165,12 +199,13 @@ void RegisterEmbeddingOps(OpRegistry& r) {
       .GradOf("lookup_table_v2")
       .Doc(
           "Gradient of lookup_table_v2: a dense W@GRAD, zero except the rows of the looked-up ids, each the sum of "
-          "its Out@GRAD rows.")
+          "its Out@GRAD rows; with is_sparse a SelectedRows of one row per id (duplicates add when applied).")
       .Input(kW, "The forward table (sizes W@GRAD).")
       .Input(kIds, "The forward ids.")
       .Input(kDOut, "Gradient of the loss with respect to Out.")
-      .Output(kDW, "Gradient of the loss with respect to W.")
+      .Output(kDW, "Gradient of the loss with respect to W: dense, or a SelectedRows with is_sparse.")
       .InferShape(InferEmbeddingGrad)
+      .OutputDimsFromKernel()
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernel(EmbeddingGradCpu<float>))
       .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernel(EmbeddingGradCpu<double>));
 }

@@ -66,6 +66,18 @@ cudaError_t EmbeddingBackward(const I* ids, const T* dout, T* dw, int64_t n, int
   });
 }
 
+template <class T>
+cudaError_t EmbeddingGatherRows(const T* dout, const int64_t* positions, int64_t rows, int64_t dim, T* values,
+                                cudaStream_t s) {
+  return ForEach(s, rows * dim, [=] __device__(int64_t k) {
+    const int64_t r = k / dim, j = k % dim;
+    values[k] = dout[positions[r] * dim + j];
+  });
+}
+template cudaError_t EmbeddingGatherRows<float>(const float*, const int64_t*, int64_t, int64_t, float*, cudaStream_t);
+template cudaError_t EmbeddingGatherRows<double>(const double*, const int64_t*, int64_t, int64_t, double*,
+                                                 cudaStream_t);
+
 #define PC_INSTANTIATE(T, I)                                                                                          \
   template cudaError_t EmbeddingLookup<T, I>(const T*, const I*, int64_t, int64_t, int64_t, int64_t, T*,              \
                                              unsigned long long*, cudaStream_t);                                      \

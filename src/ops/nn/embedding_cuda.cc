@@ -12,7 +12,9 @@
 // work is queued before the lookup, which in a training step is little: lookups sit at the start of
 // the forward pass. Bad ids still get defined outputs (zeros) and never read outside W.
 //
-// The gradient does not synchronize: in a program its Ids are the forward's, which the forward
+// With is_sparse the gradient is a SelectedRows (embedding.cc): its row indices live on the host, so
+// the ids are copied back (one wait) and the values gathered on the device. Otherwise the gradient
+// does not synchronize: in a program its Ids are the forward's, which the forward
 // lookup of the same step has checked (an error there ends the step before the gradient runs); an
 // out-of-range id that still reaches it adds nothing. Its accumulation is deterministic (embedding.cu).
 #include <climits>
@@ -97,8 +99,11 @@ class EmbeddingKernel final : public OpKernel {
 template <class T>
 class EmbeddingGradKernel final : public OpKernel {
  public:
-  explicit EmbeddingGradKernel(const KernelInit& init) : padding_idx_(init.attrs.Get<int64_t>("padding_idx")) {}
+  explicit EmbeddingGradKernel(const KernelInit& init)
+      : padding_idx_(init.attrs.Get<int64_t>("padding_idx")), is_sparse_(init.attrs.Get<bool>("is_sparse")) {}
 
+  // The sparse gradient reads the ids on the host.
+  bool Replayable() const override { return !is_sparse_; }
   Status Run(KernelContext& ctx) override {
     Tensor* dw = ctx.OutOpt(kDW);
     if (dw == nullptr) return Status::OK();
@@ -106,6 +111,10 @@ class EmbeddingGradKernel final : public OpKernel {
     const Tensor& ids = ctx.In(kIds);
     const Dims& wd = ctx.In(kW).dims();
     const int64_t n = ids.numel(), vocab = wd[0], dim = wd[1];
+    if (is_sparse_) return Sparse(ctx, cc, ids, wd);
+    // The grad op sizes W@GRAD itself (a SelectedRows has a row per id).
+    PC_RETURN_IF_ERROR(ctx.ResizeOut(kDW, wd, ctx.In(kDOut).dtype()));
+    dw->ClearSelectedRows();
     if (n >= INT_MAX || vocab >= INT_MAX)
       return MakeError(ErrorCode::kUnimplemented,
                        "lookup_table_v2_grad on the GPU sorts 32-bit ids and positions: {} ids into a vocabulary of {} "
@@ -126,8 +135,37 @@ class EmbeddingGradKernel final : public OpKernel {
   }
 
  private:
+  /// W@GRAD as a SelectedRows: the ids (but padding_idx) as rows, their Out@GRAD rows as values.
+  Status Sparse(KernelContext& ctx, CudaContext& cc, const Tensor& ids, const Dims& wd) {
+    PC_ASSIGN_OR_RETURN(auto host_ids, cuda::DeviceValues<int64_t>(cc, ids, "Ids"));
+    std::vector<int64_t> rows, positions;
+    for (size_t i = 0; i < host_ids.size(); ++i) {
+      const int64_t id = host_ids[i];
+      if (padding_idx_ != -1 && id == padding_idx_) continue;
+      if (id < 0 || id >= wd[0])
+        return MakeError(ErrorCode::kRuntime,
+                         "Ids holds {} at position {}, outside the vocabulary of W {}: ids must be in [0, {})", id, i,
+                         wd.ToString(), wd[0]);
+      rows.push_back(id);
+      positions.push_back(static_cast<int64_t>(i));
+    }
+    const int64_t k = static_cast<int64_t>(rows.size()), dim = wd[1];
+    PC_RETURN_IF_ERROR(ctx.ResizeOut(kDW, Dims{k, dim}, ctx.In(kDOut).dtype()));
+    Tensor& dw = ctx.Out(kDW);
+    dw.SetSelectedRows(rows, wd[0]);
+    if (k == 0) return Status::OK();
+    PC_ASSIGN_OR_RETURN(int64_t * dpos, positions_.Get<int64_t>(cc, k));
+    PC_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dpos, positions.data(), k * sizeof(int64_t), cudaMemcpyHostToDevice, cc.stream()));
+    return cuda::Launched(cuda::EmbeddingGatherRows<T>(ctx.In(kDOut).data<T>(), dpos, k, dim, dw.data<T>(),
+                                                       cc.stream()),
+                          "lookup_table_v2_grad");
+  }
+
   int64_t padding_idx_;
+  bool is_sparse_;
   DeviceScratch keys_pos_, sort_;  // keys, positions and their sorted copies; cub's radix-sort scratch
+  DeviceScratch positions_;        // the sparse gradient's Out@GRAD rows
 };
 
 template <class T>

@@ -121,6 +121,10 @@ cudaError_t DropoutBackward(const uint8_t* mask, const T* dy, T* dx, int64_t n, 
 template <class T, class I>
 cudaError_t EmbeddingLookup(const T* w, const I* ids, int64_t n, int64_t vocab, int64_t dim, int64_t padding_idx,
                             T* out, unsigned long long* bad_pos, cudaStream_t s);
+/// A SelectedRows W@GRAD's values: row k = dout row positions[k] (k < rows).
+template <class T>
+cudaError_t EmbeddingGatherRows(const T* dout, const int64_t* positions, int64_t rows, int64_t dim, T* values,
+                                cudaStream_t s);
 /// Bytes of cub radix-sort scratch EmbeddingBackward needs for n ids (host-side query, no GPU work).
 cudaError_t EmbeddingSortScratchBytes(int64_t n, int64_t vocab, size_t* bytes);
 /// dw = 0, then dw[id, :] = sum of dout[i, :] over the positions i of id in increasing i (padding and

@@ -9,6 +9,12 @@
 // multi_precision follows PaddlePaddle's CUDA kernels: when set, the update runs on MasterParam (the
 // full-precision copy of a low-precision parameter) and ParamOut receives the updated copy. There are
 // no float16 kernels yet, so MasterParam has Param's dtype for now.
+//
+// A SelectedRows Grad (lookup_table_v2 with is_sparse) is applied lazily: only its rows of Param and
+// of the state are updated, duplicates merged first (optimizer_slots.h), so a step costs the rows
+// touched, not the table. That is PaddlePaddle's adam with lazy_mode; adam without it updates every
+// row as the dense update with a zero gradient would (PaddlePaddle's semantics). sgd's sparse update
+// is exact; momentum's is lazy too (rows without a gradient keep their velocity).
 #include <cmath>
 #include <cstring>
 
@@ -49,7 +55,11 @@ Status InferScalarState(InferShapeContext& ctx, InSlot in, OutSlot out) {
 Status InferParamUpdate(InferShapeContext& ctx, const ParamSlots& s, InSlot* source) {
   const Dims p = ctx.InputDims(s.param), g = ctx.InputDims(s.grad);
   const DType pt = ctx.InputDType(s.param), gt = ctx.InputDType(s.grad);
-  if (!DimsMatch(p, g))
+  // A SelectedRows Grad holds some of Param's rows: only its row shape must match (the kernels check
+  // a dense Grad's row count).
+  bool rows_of_param = p.rank() == g.rank() && p.rank() >= 1;
+  for (int d = 1; rows_of_param && d < p.rank(); ++d) rows_of_param = DimsMatch(Dims{p[d]}, Dims{g[d]});
+  if (!DimsMatch(p, g) && !rows_of_param)
     return ctx.Fail("Param has shape {} but Grad has shape {}: they must be equal", p.ToString(), g.ToString());
   if (gt != pt) return ctx.Fail("Grad is {} but Param is {}: they must have one dtype", DTypeName(gt), DTypeName(pt));
   PC_RETURN_IF_ERROR(CheckScalarInput(ctx, s.lr));
@@ -68,7 +78,8 @@ Status InferParamUpdate(InferShapeContext& ctx, const ParamSlots& s, InSlot* sou
     *source = s.master;
   }
   Dims out = p;
-  for (int i = 0; i < out.rank(); ++i) out[i] = DimMerge(p[i], g[i]);
+  if (DimsMatch(p, g))
+    for (int i = 0; i < out.rank(); ++i) out[i] = DimMerge(p[i], g[i]);
   ctx.SetOutput(s.param_out, out, pt);
   if (ctx.HasInput(s.master)) ctx.ShareDims(s.master, s.master_out);
   return Status::OK();
@@ -126,6 +137,28 @@ struct ParamTarget {
   }
 };
 
+/// Runs fn(param_offset, width, merged_grad_row) for every distinct row of a SelectedRows Grad, in
+/// parallel across rows (each row is one thread's).
+template <class T, class F>
+Status ForEachSparseRow(KernelContext& ctx, InSlot grad_slot, InSlot param_slot, std::string_view op, F fn) {
+  const Tensor& grad = ctx.In(grad_slot);
+  PC_RETURN_IF_ERROR(optimizer::CheckSparseGrad(grad, ctx.In(param_slot), op));
+  const optimizer::MergedRows m = optimizer::MergeRows(grad.rows());
+  const int64_t width = ctx.In(param_slot).numel() / std::max<int64_t>(ctx.In(param_slot).dims()[0], 1);
+  const T* values = grad.data<T>();
+  ParallelFor(static_cast<int64_t>(m.rows.size()), std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(width, 1)),
+              [&](int64_t b, int64_t e) {
+                std::vector<T> g(width);
+                for (int64_t u = b; u < e; ++u) {
+                  std::fill(g.begin(), g.end(), T(0));
+                  for (int64_t k = m.starts[u]; k < m.starts[u + 1]; ++k)
+                    MutEigenVec<T>(g.data(), width) += ConstEigenVec<T>(values + m.order[k] * width, width);
+                  fn(m.rows[u] * width, width, g.data());
+                }
+              });
+  return Status::OK();
+}
+
 // ---- sgd --------------------------------------------------------------------------------------
 
 namespace sgd {
@@ -141,11 +174,18 @@ template <class T>
 Status Cpu(KernelContext& ctx, const Attrs& a) {
   const T lr = static_cast<T>(ReadScalar(ctx.In(kLearningRate)));
   const ParamTarget<T> p(ctx, kSlots, a.multi_precision);
-  const T* g = ctx.In(kGrad).data<T>();
-  ParallelChunks(ctx.In(kGrad).numel(), [&](int64_t b, int64_t n) {
-    MutEigenVec<T>(p.out + b, n) = ConstEigenVec<T>(p.in + b, n) - lr * ConstEigenVec<T>(g + b, n);
+  auto update = [&](int64_t b, int64_t n, const T* g) {
+    MutEigenVec<T>(p.out + b, n) = ConstEigenVec<T>(p.in + b, n) - lr * ConstEigenVec<T>(g, n);
     p.Mirror(b, n);
-  });
+  };
+  if (ctx.In(kGrad).is_selected_rows()) {
+    // Rows without a gradient keep their values: copy them through when not in place.
+    CopyThrough(ctx.In(kParam), &ctx.Out(kParamOut));
+    return ForEachSparseRow<T>(ctx, kGrad, kParam, "sgd", update);
+  }
+  PC_RETURN_IF_ERROR(optimizer::CheckDenseGrad(ctx.In(kGrad), ctx.In(kParam), "sgd"));
+  const T* g = ctx.In(kGrad).data<T>();
+  ParallelChunks(ctx.In(kGrad).numel(), [&](int64_t b, int64_t n) { update(b, n, g + b); });
   return Status::OK();
 }
 }  // namespace sgd
@@ -168,11 +208,10 @@ Status Cpu(KernelContext& ctx, const Attrs& a) {
   const T lr = static_cast<T>(ReadScalar(ctx.In(kLearningRate)));
   const T mu = a.mu, rescale = a.rescale_grad, coeff = a.regularization_coeff;
   const ParamTarget<T> p(ctx, kSlots, a.multi_precision);
-  const T* g = ctx.In(kGrad).data<T>();
   const T* v = ctx.In(kVelocity).data<T>();
   T* v_out = ctx.Out(kVelocityOut).data<T>();
-  ParallelChunks(ctx.In(kGrad).numel(), [&](int64_t b, int64_t n) {
-    ConstEigenVec<T> pin(p.in + b, n), gin(g + b, n), vin(v + b, n);
+  auto update = [&](int64_t b, int64_t n, const T* g) {
+    ConstEigenVec<T> pin(p.in + b, n), gin(g, n), vin(v + b, n);
     MutEigenVec<T> pout(p.out + b, n), vout(v_out + b, n);
     // Element-wise, so in-place outputs are safe: each element is read before it is written.
     auto step = [&](const auto& grad) {
@@ -187,7 +226,15 @@ Status Cpu(KernelContext& ctx, const Attrs& a) {
     else
       step(rescale * gin);
     p.Mirror(b, n);
-  });
+  };
+  if (ctx.In(kGrad).is_selected_rows()) {
+    CopyThrough(ctx.In(kParam), &ctx.Out(kParamOut));
+    CopyThrough(ctx.In(kVelocity), &ctx.Out(kVelocityOut));
+    return ForEachSparseRow<T>(ctx, kGrad, kParam, "momentum", update);
+  }
+  PC_RETURN_IF_ERROR(optimizer::CheckDenseGrad(ctx.In(kGrad), ctx.In(kParam), "momentum"));
+  const T* g = ctx.In(kGrad).data<T>();
+  ParallelChunks(ctx.In(kGrad).numel(), [&](int64_t b, int64_t n) { update(b, n, g + b); });
   return Status::OK();
 }
 }  // namespace momentum
@@ -245,19 +292,38 @@ Status Cpu(KernelContext& ctx, const Attrs& a) {
   const T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
 
   const ParamTarget<T> p(ctx, kSlots, a.multi_precision);
-  const T* g = ctx.In(kGrad).data<T>();
   const T* m1 = ctx.In(kMoment1).data<T>();
   const T* m2 = ctx.In(kMoment2).data<T>();
   T* m1_out = ctx.Out(kMoment1Out).data<T>();
   T* m2_out = ctx.Out(kMoment2Out).data<T>();
-  ParallelChunks(ctx.In(kGrad).numel(), [&](int64_t b, int64_t n) {
-    ConstEigenVec<T> gin(g + b, n);
+  auto update = [&](int64_t b, int64_t n, const T* g) {
+    ConstEigenVec<T> gin(g, n);
     MutEigenVec<T> m1o(m1_out + b, n), m2o(m2_out + b, n);
     m1o = b1 * ConstEigenVec<T>(m1 + b, n) + (T(1) - b1) * gin;
     m2o = b2 * ConstEigenVec<T>(m2 + b, n) + (T(1) - b2) * gin.square();
     MutEigenVec<T>(p.out + b, n) = ConstEigenVec<T>(p.in + b, n) - lr_t * (m1o / (m2o.sqrt() + eps_t));
     p.Mirror(b, n);
-  });
+  };
+  const Tensor& grad = ctx.In(kGrad);
+  if (grad.is_selected_rows() && a.lazy_mode) {
+    CopyThrough(ctx.In(kParam), &ctx.Out(kParamOut));
+    CopyThrough(ctx.In(kMoment1), &ctx.Out(kMoment1Out));
+    CopyThrough(ctx.In(kMoment2), &ctx.Out(kMoment2Out));
+    PC_RETURN_IF_ERROR(ForEachSparseRow<T>(ctx, kGrad, kParam, "adam", update));
+  } else if (grad.is_selected_rows()) {
+    // Without lazy_mode every row moves, those without a gradient as with a zero one.
+    PC_RETURN_IF_ERROR(optimizer::CheckSparseGrad(grad, ctx.In(kParam), "adam"));
+    std::vector<T> dense(ctx.In(kParam).numel(), T(0));
+    const int64_t width = static_cast<int64_t>(dense.size()) / std::max<int64_t>(ctx.In(kParam).dims()[0], 1);
+    for (size_t k = 0; k < grad.rows().size(); ++k)
+      MutEigenVec<T>(dense.data() + grad.rows()[k] * width, width) +=
+          ConstEigenVec<T>(grad.data<T>() + static_cast<int64_t>(k) * width, width);
+    ParallelChunks(static_cast<int64_t>(dense.size()), [&](int64_t b, int64_t n) { update(b, n, dense.data() + b); });
+  } else {
+    PC_RETURN_IF_ERROR(optimizer::CheckDenseGrad(grad, ctx.In(kParam), "adam"));
+    const T* g = grad.data<T>();
+    ParallelChunks(grad.numel(), [&](int64_t b, int64_t n) { update(b, n, g + b); });
+  }
 
   // The powers were read above, so writing them in place afterwards is safe.
   if (a.use_global_beta_pow) {

@@ -127,12 +127,37 @@ cudaError_t AdamBetaPows(const AdamScalars& a, ScalarOut beta1_pow_out, ScalarOu
   return cudaGetLastError();
 }
 
+template <class T>
+cudaError_t MergeSparseRows(const T* values, const int64_t* order, const int64_t* starts, int64_t rows, int64_t width,
+                            T* merged, cudaStream_t s) {
+  return ForEach(s, rows * width, [=] __device__(int64_t i) {
+    const int64_t u = i / width, j = i % width;
+    T sum = 0;
+    for (int64_t k = starts[u]; k < starts[u + 1]; ++k) sum += values[order[k] * width + j];
+    merged[i] = sum;
+  });
+}
+
+template <class T>
+cudaError_t GatherTableRows(const T* src, const int64_t* rows, int64_t n, int64_t width, T* dst, cudaStream_t s) {
+  return ForEach(s, n * width, [=] __device__(int64_t i) { dst[i] = src[rows[i / width] * width + i % width]; });
+}
+
+template <class T>
+cudaError_t ScatterTableRows(const T* src, const int64_t* rows, int64_t n, int64_t width, T* dst, cudaStream_t s) {
+  return ForEach(s, n * width, [=] __device__(int64_t i) { dst[rows[i / width] * width + i % width] = src[i]; });
+}
+
 #define PC_INSTANTIATE(T)                                                                                       \
   template cudaError_t Sgd<T>(ParamPtrs<T>, const T*, int64_t, Scalar, cudaStream_t);                           \
   template cudaError_t Momentum<T>(ParamPtrs<T>, const T*, const T*, T*, int64_t, Scalar, T, T, T, bool, bool,  \
                                    cudaStream_t);                                                               \
   template cudaError_t Adam<T>(ParamPtrs<T>, const T*, const T*, T*, const T*, T*, int64_t, const AdamScalars&, \
-                               cudaStream_t);
+                               cudaStream_t);                                                                   \
+  template cudaError_t MergeSparseRows<T>(const T*, const int64_t*, const int64_t*, int64_t, int64_t, T*,        \
+                                          cudaStream_t);                                                        \
+  template cudaError_t GatherTableRows<T>(const T*, const int64_t*, int64_t, int64_t, T*, cudaStream_t);         \
+  template cudaError_t ScatterTableRows<T>(const T*, const int64_t*, int64_t, int64_t, T*, cudaStream_t);
 PC_INSTANTIATE(float)
 PC_INSTANTIATE(double)
 #undef PC_INSTANTIATE

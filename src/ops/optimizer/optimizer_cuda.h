@@ -65,4 +65,18 @@ cudaError_t Adam(ParamPtrs<T> p, const T* grad, const T* m1, T* m1_out, const T*
 cudaError_t AdamBetaPows(const AdamScalars& a, ScalarOut beta1_pow_out, ScalarOut beta2_pow_out,
                          bool use_global_beta_pow, cudaStream_t s);
 
+// ---- SelectedRows gradients: the touched rows are gathered into compact arrays, updated there by the
+// kernels above, and scattered back (optimizer_cuda.cc).
+
+/// merged[u, :] = sum of values[order[k], :] for k in [starts[u], starts[u + 1]) (u < rows).
+template <class T>
+cudaError_t MergeSparseRows(const T* values, const int64_t* order, const int64_t* starts, int64_t rows, int64_t width,
+                            T* merged, cudaStream_t s);
+/// dst[u, :] = src[rows[u], :].
+template <class T>
+cudaError_t GatherTableRows(const T* src, const int64_t* rows, int64_t n, int64_t width, T* dst, cudaStream_t s);
+/// dst[rows[u], :] = src[u, :].
+template <class T>
+cudaError_t ScatterTableRows(const T* src, const int64_t* rows, int64_t n, int64_t width, T* dst, cudaStream_t s);
+
 }  // namespace paddlec::ops::cuda

@@ -96,6 +96,8 @@ Status CudaContext::CopyFromHost(const Tensor& host, Tensor& device) {
     PC_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(device.raw_data(), host.raw_data(), host.nbytes(), cudaMemcpyHostToDevice, stream_));
   device.mutable_lod() = host.lod();
+  if (host.is_selected_rows()) device.SetSelectedRows(host.rows(), host.height());
+  else device.ClearSelectedRows();
   return Status::OK();
 }
 
@@ -108,6 +110,8 @@ Status CudaContext::CopyToHost(const Tensor& device, Tensor& host, Allocator& ho
     PC_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   }
   host.mutable_lod() = device.lod();
+  if (device.is_selected_rows()) host.SetSelectedRows(device.rows(), device.height());
+  else host.ClearSelectedRows();
   return Status::OK();
 }
 

@@ -36,7 +36,8 @@ from paddlec.framework import (Block, Operator, Parameter, Program, Variable, de
                                default_startup_program, program_guard, switch_main_program,
                                switch_startup_program)
 from paddlec import ops
-from paddlec.executor import CPUPlace, CUDAPlace, Executor, Scope, global_scope, scope_guard
+from paddlec.executor import (CPUPlace, CUDAPlace, Executor, LoDTensor, Scope, create_lod_tensor, global_scope,
+                              scope_guard)
 from paddlec.param_attr import ParamAttr
 from paddlec import initializer, regularizer, clip
 from paddlec.backward import append_backward
@@ -50,9 +51,9 @@ from paddlec.model import Model
 __version__ = _core.__version__
 
 __all__ = [
-    "Block", "CPUPlace", "CUDAPlace", "Executor", "Model", "Operator", "ParamAttr", "Parameter", "Program", "Scope",
+    "Block", "CPUPlace", "CUDAPlace", "Executor", "LoDTensor", "Model", "Operator", "ParamAttr", "Parameter", "Program", "Scope",
     "Variable",
-    "append_backward", "clip", "datasets", "default_main_program", "default_startup_program", "errors",
+    "append_backward", "clip", "create_lod_tensor", "datasets", "default_main_program", "default_startup_program", "errors",
     "global_scope", "initializer", "io", "layers", "ops", "optimizer", "program_guard", "progress", "regularizer",
     "scope_guard", "switch_main_program", "switch_startup_program", "unique_name", "passes",
 ]

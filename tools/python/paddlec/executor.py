@@ -14,7 +14,8 @@ import numpy as np
 
 from paddlec import _core, errors, framework
 
-__all__ = ["Scope", "Executor", "CPUPlace", "CUDAPlace", "global_scope", "scope_guard"]
+__all__ = ["Scope", "Executor", "CPUPlace", "CUDAPlace", "LoDTensor", "create_lod_tensor", "global_scope",
+           "scope_guard"]
 
 
 class CPUPlace:
@@ -56,6 +57,91 @@ class Tensor:
 
     def set(self, array, place=None):
         self._scope.set(self._name, array)
+
+
+class LoDTensor:
+    """An array with its LoD: sequence offsets per level (PaddlePaddle's LoDTensor). Feed one, or an
+    ``(array, lod)`` pair, for a sequence input; ``Executor.run(..., return_numpy=False)`` returns
+    fetches as LoDTensors. The LoD is checked by the core when fed (offsets from 0, never decreasing,
+    the last level ending at the row count)."""
+
+    def __init__(self, array=None, lod=None):
+        self._array = None if array is None else np.asarray(array)
+        self._lod = [list(map(int, level)) for level in (lod or [])]
+
+    def set(self, array, place=None):
+        self._array = np.asarray(array)
+
+    def set_lod(self, lod):
+        self._lod = [list(map(int, level)) for level in lod]
+
+    def set_recursive_sequence_lengths(self, lengths):
+        self._lod = _lengths_to_offsets(lengths)
+
+    def lod(self):
+        return [list(level) for level in self._lod]
+
+    def recursive_sequence_lengths(self):
+        return [[b - a for a, b in zip(level, level[1:])] for level in self._lod]
+
+    def has_valid_recursive_sequence_lengths(self):
+        rows = 0 if self._array is None or self._array.ndim == 0 else self._array.shape[0]
+        return _core.lod_problem(self._lod, rows) == ""
+
+    def shape(self):
+        return list(self._array.shape)
+
+    def numpy(self):
+        return self._array
+
+    def __array__(self, dtype=None, copy=None):
+        return self._array if dtype is None else self._array.astype(dtype)
+
+    def __repr__(self):
+        return "LoDTensor(shape=%s, lod=%s)" % (list(self._array.shape), self._lod)
+
+
+def _lengths_to_offsets(lengths):
+    lod = []
+    for level in lengths:
+        offsets = [0]
+        for n in level:
+            if int(n) < 0:
+                raise errors.make(errors.InvalidArgumentError, "sequence lengths must be >= 0, got %r" % (n,))
+            offsets.append(offsets[-1] + int(n))
+        lod.append(offsets)
+    return lod
+
+
+def create_lod_tensor(data, recursive_seq_lens, place=None):
+    """A LoDTensor from ``data`` (an array, or a list of sequences, each a list of rows or ids) and
+    the sequence lengths of every level (PaddlePaddle's create_lod_tensor): ``[[2, 3]]`` makes the
+    offsets ``[[0, 2, 5]]``. The lengths of the last level must add up to the rows."""
+    if isinstance(data, LoDTensor):
+        data = data.numpy()
+    if isinstance(data, list) and data and isinstance(data[0], (list, tuple, np.ndarray)):
+        flat = [row for seq in data for row in seq]
+        array = np.asarray(flat)
+        if array.ndim == 1:
+            array = array.reshape(-1, 1)
+    else:
+        array = np.asarray(data)
+    t = LoDTensor(array, _lengths_to_offsets(recursive_seq_lens))
+    problem = _core.lod_problem(t._lod, array.shape[0] if array.ndim else 0)
+    if problem:
+        raise errors.make(errors.InvalidArgumentError, "create_lod_tensor: sequence lengths %r do not fit %d rows: %s"
+                          % (recursive_seq_lens, array.shape[0] if array.ndim else 0, problem))
+    return t
+
+
+def _split_lod(value):
+    """(array, lod) of a fed value: a LoDTensor, an (array, lod) pair, or a plain array (lod None)."""
+    if isinstance(value, LoDTensor):
+        return value.numpy(), value.lod()
+    if (isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], (list, tuple)) and value[1]
+            and all(isinstance(level, (list, tuple)) for level in value[1])):
+        return value[0], [list(level) for level in value[1]]
+    return value, None
 
 
 class _ScopeVar:
@@ -165,7 +251,7 @@ class Executor:
         """Drops the cached plans (and the references they hold to programs and scopes)."""
         self._core.clear_cache()
 
-    def run(self, program=None, feed=None, fetch_list=None, scope=None):
+    def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True):
         """Runs the global block of ``program`` (default: the default main program) once.
 
         ``feed`` maps variables (or their names) to arrays, checked against the declared shapes
@@ -185,10 +271,13 @@ class Executor:
         if program._mains:
             program._sync_startup()
         block = program.global_block()
-        feeds = {}
+        feeds, lods = {}, {}
         for key, value in (feed or {}).items():
             name = _name_of(key)
+            value, lod = _split_lod(value)
             feeds[name] = self._feed_array(block, name, value)
+            if lod is not None:
+                lods[name] = lod
         fetches = []
         for f in fetch_list or []:
             name = _name_of(f)
@@ -196,7 +285,9 @@ class Executor:
                 raise errors.make(errors.NotFoundError, "cannot fetch %r: the program has no such variable" % name,
                                   var=name, notes=framework._hint(name, block.vars))
             fetches.append(name)
-        return self._core.run(program.desc, 0, scope._core, feeds, fetches, int(program.random_seed), True)
+        out = self._core.run(program.desc, 0, scope._core, feeds, fetches, int(program.random_seed), True, lods,
+                             not return_numpy)
+        return out if return_numpy else [LoDTensor(a, lod) for a, lod in out]
 
     @staticmethod
     def _feed_array(block, name, value):

@@ -16,7 +16,8 @@ from paddlec.param_attr import ParamAttr
 __all__ = [
     "data", "fc", "conv2d", "pool2d", "batch_norm", "layer_norm", "dropout", "embedding", "relu", "sigmoid",
     "tanh", "softmax", "cross_entropy", "softmax_with_cross_entropy", "square_error_cost", "mean", "accuracy",
-    "concat", "reshape",
+    "concat", "reshape", "sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
+    "sequence_expand", "sequence_pad", "sequence_unpad", "sequence_reverse", "sequence_mask",
 ]
 
 _ACTIVATIONS = ("relu", "sigmoid", "tanh", "softmax", "gelu", "leaky_relu", "sqrt", "square")
@@ -354,3 +355,90 @@ def reshape(x, shape, name=None):
     with layer.context():
         _variable("reshape", "x", x)
         return ops.reshape2(x=x, out=layer.output(), x_shape=layer.var("x_shape"), shape=list(shape))
+
+
+# ---- Sequences (LoD) ---------------------------------------------------------------------------
+# A sequence input is declared with data(..., lod_level=1) and fed with its LoD; every layer's output
+# level follows from its op's rule (fc and element-wise ops keep their input's sequences, a pool
+# removes one level), computed by the core as each op is appended.
+
+
+def sequence_pool(input, pool_type, is_test=False, pad_value=0.0, name=None):
+    """One row per sequence of ``input`` (its last LoD level): pool_type 'sum', 'average', 'sqrt'
+    (sum / sqrt(length)), 'max', 'first' or 'last'; empty sequences give ``pad_value``."""
+    layer = _Layer("sequence_pool", name)
+    with layer.context():
+        _variable("sequence_pool", "input", input)
+        out = ops.sequence_pool(x=input, out=layer.output(), max_index=layer.var("max_index"),
+                                pooltype=str(pool_type).upper(), is_test=is_test, pad_value=float(pad_value))
+        return out
+
+
+def sequence_first_step(input, name=None):
+    """The first row of every sequence."""
+    return sequence_pool(input, "first", name=name)
+
+
+def sequence_last_step(input, name=None):
+    """The last row of every sequence."""
+    return sequence_pool(input, "last", name=name)
+
+
+def sequence_softmax(input, name=None):
+    """Softmax over the rows of each sequence of ``input`` ([N, 1] or [N])."""
+    layer = _Layer("sequence_softmax", name)
+    with layer.context():
+        _variable("sequence_softmax", "input", input)
+        return ops.sequence_softmax(x=input, out=layer.output())
+
+
+def sequence_expand(x, y, ref_level=-1, name=None):
+    """Repeats each row (or sequence) of ``x`` as many times as the matching sequence of ``y`` is long."""
+    layer = _Layer("sequence_expand", name)
+    with layer.context():
+        _variable("sequence_expand", "x", x)
+        _variable("sequence_expand", "y", y)
+        return ops.sequence_expand(x=x, y=y, out=layer.output(), ref_level=ref_level)
+
+
+def sequence_pad(x, pad_value, maxlen=None, name=None):
+    """Pads every sequence of ``x`` to ``maxlen`` rows (the longest when None) with ``pad_value`` (a
+    Variable holding one value or one row). Returns (padded [num_sequences, maxlen, ...], lengths)."""
+    layer = _Layer("sequence_pad", name)
+    with layer.context():
+        _variable("sequence_pad", "x", x)
+        _variable("sequence_pad", "pad_value", pad_value)
+        return ops.sequence_pad(x=x, pad_value=pad_value, out=layer.output(), length=layer.var("length"),
+                                padded_length=-1 if maxlen is None else int(maxlen))
+
+
+def sequence_unpad(x, length, name=None):
+    """The inverse of sequence_pad: the first length[i] rows of every x[i], as a sequence batch."""
+    layer = _Layer("sequence_unpad", name)
+    with layer.context():
+        _variable("sequence_unpad", "x", x)
+        _variable("sequence_unpad", "length", length)
+        return ops.sequence_unpad(x=x, length=length, out=layer.output())
+
+
+def sequence_reverse(x, name=None):
+    """``x`` with the rows of every sequence in reverse order."""
+    layer = _Layer("sequence_reverse", name)
+    with layer.context():
+        _variable("sequence_reverse", "x", x)
+        return ops.sequence_reverse(x=x, y=layer.output())
+
+
+def sequence_mask(x, maxlen=None, dtype="int64", name=None):
+    """Rows of ``maxlen`` 0/1 values, the first x[i] of them 1 (maxlen None: the longest length)."""
+    layer = _Layer("sequence_mask", name)
+    with layer.context():
+        _variable("sequence_mask", "x", x)
+        return ops.sequence_mask(x=x, y=layer.output(), maxlen=-1 if maxlen is None else int(maxlen),
+                                 out_dtype=_core_dtype(dtype))
+
+
+def _core_dtype(name):
+    """The VarType number of a dtype name (PaddlePaddle's enum)."""
+    return {"bool": 0, "int16": 1, "int32": 2, "int64": 3, "float16": 4, "float32": 5, "float64": 6,
+            "uint8": 20, "int8": 21}[name]

@@ -101,12 +101,14 @@ class Momentum(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (PaddlePaddle's update, bias-corrected learning rate)."""
+    """Adam (PaddlePaddle's update, bias-corrected learning rate). With ``lazy_mode`` a sparse
+    gradient (``embedding(is_sparse=True)``) updates only the rows it holds, so a step costs the rows
+    a batch touches rather than the whole table."""
 
     kind = "adam"
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, regularization=None,
-                 grad_clip=None):
+                 grad_clip=None, lazy_mode=False):
         super().__init__(learning_rate, regularization, grad_clip)
         for n, v in (("beta1", beta1), ("beta2", beta2)):
             if not 0 <= float(v) < 1:
@@ -114,10 +116,13 @@ class Adam(Optimizer):
         if not float(epsilon) >= 0:
             raise errors.make(errors.InvalidArgumentError, "epsilon must be >= 0, got %r" % (epsilon,))
         self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
+        self.lazy_mode = bool(lazy_mode)
 
     def _options(self):
         opts = super()._options()
         opts.update(beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon)
+        if self.lazy_mode:
+            opts.update(lazy_mode=True)
         return opts
 
 

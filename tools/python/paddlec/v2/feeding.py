@@ -28,6 +28,9 @@ def feed_dict(program, batch, feeding):
         except (IndexError, KeyError, TypeError):
             raise errors.make(errors.InvalidArgumentError, "data layer %r reads field %r, which a sample lacks"
                               % (name, index)) from None
+        if t.is_sequence:
+            feed.update(_sequence_feed(name, t, column))
+            continue
         if t.kind == "dense":
             array = np.asarray(column, dtype=np.float32)
             if array.size != len(batch) * t.dim:
@@ -40,4 +43,32 @@ def feed_dict(program, batch, feeding):
                 raise errors.make(errors.InvalidArgumentError, "data layer %r takes integers in [0, %d), got %d..%d"
                                   % (name, t.dim, array.min(), array.max()))
             feed[name] = array
+    return feed
+
+
+def _sequence_feed(name, t, column):
+    """The LoD batch of a sequence field: every sample's ids (and values, for sparse floats) in one
+    [total, 1] column, one sequence per sample."""
+    ids, values, offsets = [], [], [0]
+    for sample in column:
+        entries = list(sample)
+        if t.kind == "sparse_float":
+            try:
+                pairs = [(int(i), float(v)) for i, v in entries]
+            except (TypeError, ValueError):
+                raise errors.make(errors.InvalidArgumentError, "data layer %r takes (index, value) pairs per sample, "
+                                  "got %r" % (name, sample)) from None
+            ids.extend(i for i, _ in pairs)
+            values.extend(v for _, v in pairs)
+        else:
+            ids.extend(int(i) for i in entries)
+        offsets.append(len(ids))
+    array = np.asarray(ids, dtype=np.int64).reshape(-1, 1)
+    if array.size and (array.min() < 0 or array.max() >= t.dim):
+        raise errors.make(errors.InvalidArgumentError, "data layer %r takes indices in [0, %d), got %d..%d"
+                          % (name, t.dim, array.min(), array.max()))
+    feed = {name: (array, [offsets])}
+    if t.kind == "sparse_float":
+        from paddlec.v2.layer import VALUE_SUFFIX
+        feed[name + VALUE_SUFFIX] = (np.asarray(values, dtype=np.float32).reshape(-1, 1), [offsets])
     return feed

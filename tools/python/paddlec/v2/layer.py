@@ -1,6 +1,6 @@
 """v2 layers: each adds ops to the current v2 network (see paddlec.v2.init) and returns its output."""
 
-from paddlec import errors, layers, ops
+from paddlec import errors, initializer, layers, ops
 from paddlec.v2 import activation, topology
 from paddlec.v2.data_type import InputType
 
@@ -16,11 +16,29 @@ def data(name, type):
     if known is not None and (known.kind, known.dim) != (type.kind, type.dim):
         raise errors.make(errors.InvalidArgumentError, "data(): %r is already a data layer of type %r" % (name, known))
     with topology.guard():
-        var = layers.data(name, type.shape, dtype=type.dtype)
+        var = layers.data(name, type.shape, dtype=type.dtype, lod_level=type.lod_level)
+        if type.kind == "sparse_float" and known is None:
+            layers.data(name + VALUE_SUFFIX, [1], dtype="float32", lod_level=1)
     if known is None:
         s["data_types"][name] = type
         s["data_order"].append(name)
     return var
+
+
+# The values of a sparse_float_vector input, fed beside its ids (feeding.py).
+VALUE_SUFFIX = "@value"
+
+
+def _sparse_product(x, t, size, param_attr, name):
+    """x's rows of a [t.dim, size] weight summed per sample (times x's values for sparse floats): an
+    fc over a sparse vector without its dense one-hot. The weight's gradient is sparse (the looked-up
+    rows only), which sgd, momentum and lazy adam apply at the cost of those rows."""
+    rows = layers.embedding(x, [t.dim, size], is_sparse=True, param_attr=param_attr, name=name)
+    if t.kind == "sparse_float":
+        values = x.block.program.global_block().var(x.name + VALUE_SUFFIX)
+        rows = ops.elementwise_mul(x=rows, y=values, out=x.block.create_var(name=rows.name + ".scaled"), axis=0)
+    # Ids [T, 1] give rows [T, 1, size]; one [batch, size] row per sample after the pool.
+    return layers.reshape(layers.sequence_pool(rows, "sum"), [-1, size])
 
 
 def fc(input, size, act=None, param_attr=None, bias_attr=None, name=None):
@@ -28,9 +46,31 @@ def fc(input, size, act=None, param_attr=None, bias_attr=None, name=None):
     inputs = input if isinstance(input, (list, tuple)) else [input]
     for x in inputs:
         topology.check_layer(x, "fc(): input")
+    types = topology.state()["data_types"]
+    sparse = [types.get(x.name) if types.get(x.name) is not None and types[x.name].is_sparse else None
+              for x in inputs]
+    if not any(sparse):
+        with topology.guard():
+            return layers.fc(list(inputs) if isinstance(input, (list, tuple)) else input, size,
+                             act=activation.name_of(act), param_attr=param_attr, bias_attr=bias_attr, name=name)
+    # Sparse inputs: one row lookup each; dense ones go through an fc without bias; then sum, bias, act.
     with topology.guard():
-        return layers.fc(list(inputs) if isinstance(input, (list, tuple)) else input, size,
-                         act=activation.name_of(act), param_attr=param_attr, bias_attr=bias_attr, name=name)
+        terms = []
+        for i, (x, t) in enumerate(zip(inputs, sparse)):
+            part = None if name is None else "%s.%d" % (name, i)
+            if t is not None:
+                terms.append(_sparse_product(x, t, size, param_attr, part))
+            else:
+                terms.append(layers.fc(x, size, param_attr=param_attr, bias_attr=False, name=part))
+        out = terms[0] if len(terms) == 1 else ops.sum(x=terms, out=terms[0].block.create_var(
+            name=terms[0].name + ".sum"))
+        if bias_attr is not False:
+            b = out.block.program.global_block().create_parameter(
+                shape=[size], dtype="float32", name=(name or out.name) + ".b",
+                initializer=initializer.Constant(0.0), trainable=True)
+            out = ops.elementwise_add(x=out, y=b, out=out.block.create_var(name=out.name + ".biased"), axis=1)
+        act_name = activation.name_of(act)
+        return out if act_name is None else getattr(layers, act_name)(out)
 
 
 def mse(input, label, name=None):
