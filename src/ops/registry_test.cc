@@ -48,7 +48,7 @@ const std::set<std::string> kPaddlecOnly = {"fused_conv2d_bn_act"};
 TEST_CASE("every registered op is PaddlePaddle's or listed as paddlec's own") {
   for (const OpInfo* info : GlobalOpRegistry().All()) {
     CAPTURE(info->type());
-    CHECK_MESSAGE(ir::IsPaddleOp(info->type()) != kPaddlecOnly.count(info->type()) > 0,
+    CHECK_MESSAGE(ir::IsPaddleOp(info->type()) != (kPaddlecOnly.count(info->type()) > 0),
                   (kPaddlecOnly.count(info->type())
                        ? "listed as paddlec's own, but PaddlePaddle has it"
                        : "not a PaddlePaddle op: add its legacy name to src/ir/pir/pir_op_table.cc, or list it here"));

@@ -163,30 +163,14 @@ Status ExpandGradCuda(KernelContext& ctx, const ExpandAttrs& a, Uploads& up) {
                         "sequence_expand_grad");
 }
 
-/// The longest sequence, or padded_length (checked like the CPU kernel).
-StatusOr<int64_t> PadLength(const std::vector<uint64_t>& seq, const PadAttrs& a) {
-  int64_t longest = 0;
-  for (size_t s = 0; s + 1 < seq.size(); ++s) longest = std::max<int64_t>(longest, seq[s + 1] - seq[s]);
-  if (a.padded_length < 0) return longest;
-  if (a.padded_length < longest)
-    return MakeError(ErrorCode::kRuntime, "sequence_pad: padded_length {} is shorter than the longest sequence ({})",
-                     a.padded_length, longest);
-  return static_cast<int64_t>(a.padded_length);
-}
-
 template <class T>
 Status PadCuda(KernelContext& ctx, const PadAttrs& a, Uploads& up) {
   const Tensor& x = ctx.In(pad::kX);
-  PC_ASSIGN_OR_RETURN(const auto* seq, Sequences(x, "sequence_pad", "X"));
-  PC_ASSIGN_OR_RETURN(int64_t len, PadLength(*seq, a));
-  const int64_t n = static_cast<int64_t>(seq->size()) - 1, w = RowWidth(x.dims());
   const Tensor& pv = ctx.In(pad::kPadValue);
-  if (pv.numel() != 1 && pv.numel() != w)
-    return MakeError(ErrorCode::kRuntime, "sequence_pad: PadValue has {} elements but must have 1 or {} (a row of X)",
-                     pv.numel(), w);
-  Dims od{n, len};
-  for (int d = 1; d < x.dims().rank(); ++d) od.push_back(x.dims()[d]);
-  PC_RETURN_IF_ERROR(ctx.ResizeOut(pad::kOut, od, x.dtype()));
+  PC_ASSIGN_OR_RETURN(PadPlan p, PlanPad(x, pv, a));
+  const auto* seq = p.seq;
+  const int64_t n = p.sequences, w = p.width, len = p.length;
+  PC_RETURN_IF_ERROR(ctx.ResizeOut(pad::kOut, p.out, x.dtype()));
   std::vector<int64_t> map(n * len, -1), lengths(n);
   for (int64_t s = 0; s < n; ++s) {
     lengths[s] = static_cast<int64_t>((*seq)[s + 1] - (*seq)[s]);

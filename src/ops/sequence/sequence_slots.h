@@ -5,6 +5,7 @@
 // (offsets [0, o1, ..., N]); every op here works on that level, seeing X as [N, width] rows.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -152,6 +153,33 @@ inline Dims WithRows(const Dims& x, int64_t rows) {
 /// The LoD of X without its last level (what a pooled batch keeps).
 inline runtime::LoD OuterLoD(const runtime::LoD& lod) {
   return lod.empty() ? lod : runtime::LoD(lod.begin(), lod.end() - 1);
+}
+
+/// sequence_pad's geometry: the sequences of X, the padded length (padded_length, or the longest
+/// sequence when it is -1) and Out's dims [sequences, length, row dims of X...].
+struct PadPlan {
+  const std::vector<uint64_t>* seq = nullptr;
+  int64_t sequences = 0, length = 0, width = 0;
+  Dims out;
+};
+
+inline StatusOr<PadPlan> PlanPad(const Tensor& x, const Tensor& pad_value, const PadAttrs& a) {
+  PadPlan p;
+  PC_ASSIGN_OR_RETURN(p.seq, Sequences(x, "sequence_pad", "X"));
+  p.sequences = static_cast<int64_t>(p.seq->size()) - 1;
+  p.width = RowWidth(x.dims());
+  int64_t longest = 0;
+  for (int64_t s = 0; s < p.sequences; ++s) longest = std::max<int64_t>(longest, (*p.seq)[s + 1] - (*p.seq)[s]);
+  if (a.padded_length >= 0 && a.padded_length < longest)
+    return MakeError(ErrorCode::kRuntime, "sequence_pad: padded_length {} is shorter than the longest sequence ({})",
+                     a.padded_length, longest);
+  p.length = a.padded_length < 0 ? longest : static_cast<int64_t>(a.padded_length);
+  if (pad_value.numel() != 1 && pad_value.numel() != p.width)
+    return MakeError(ErrorCode::kRuntime, "sequence_pad: PadValue has {} elements but must have 1 or {} (a row of X)",
+                     pad_value.numel(), p.width);
+  p.out = Dims{p.sequences, p.length};
+  for (int d = 1; d < x.dims().rank(); ++d) p.out.push_back(x.dims()[d]);
+  return p;
 }
 
 /// The row offsets after sequence_expand: sequence (or row) i of X repeated `Y's ref level` times.
