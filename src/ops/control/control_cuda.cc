@@ -8,6 +8,7 @@
 // directly.) The tensor-list condition (every Cond non-empty) depends on shapes only: no copy.
 // Built into libpaddlec_cuda.so only.
 #include "common/cuda_host.h"
+#include "control/while_kernels.h"
 
 namespace paddlec::ops {
 namespace {
@@ -65,8 +66,13 @@ class ConditionalBlockGpu final : public OpKernel {
 }  // namespace
 
 Status RegisterControlCudaKernels(OpRegistry& r) {
-  // The op's kernel dtype is fixed to float32 (control.cc): one kernel serves every Cond dtype.
-  return r.AddKernel("conditional_block", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<ConditionalBlockGpu>());
+  // The ops' kernel dtype is fixed to float32 (control.cc): one kernel serves every Cond dtype. while and
+  // while_grad run their blocks as plans on this device; their kernels are place-independent
+  // (control/while_kernels.h).
+  PC_RETURN_IF_ERROR(
+      r.AddKernel("conditional_block", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<ConditionalBlockGpu>()));
+  PC_RETURN_IF_ERROR(r.AddKernel("while", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<control::WhileKernel>()));
+  return r.AddKernel("while_grad", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<control::WhileGradKernel>());
 }
 
 }  // namespace paddlec::ops

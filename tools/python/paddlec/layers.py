@@ -354,3 +354,8 @@ def reshape(x, shape, name=None):
     with layer.context():
         _variable("reshape", "x", x)
         return ops.reshape2(x=x, out=layer.output(), x_shape=layer.var("x_shape"), shape=list(shape))
+
+
+from paddlec.control_flow import While, fill_constant  # noqa: E402  (control flow over sub-blocks)
+
+__all__ += ["While", "fill_constant"]

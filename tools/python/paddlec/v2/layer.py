@@ -4,7 +4,8 @@ from paddlec import errors, layers, ops
 from paddlec.v2 import activation, topology
 from paddlec.v2.data_type import InputType
 
-__all__ = ["data", "fc", "mse", "mse_cost", "square_error_cost", "classification_cost", "cross_entropy_cost"]
+__all__ = ["data", "fc", "join", "mse", "mse_cost", "square_error_cost", "classification_cost",
+           "cross_entropy_cost"]
 
 
 def data(name, type):
@@ -31,6 +32,17 @@ def fc(input, size, act=None, param_attr=None, bias_attr=None, name=None):
     with topology.guard():
         return layers.fc(list(inputs) if isinstance(input, (list, tuple)) else input, size,
                          act=activation.name_of(act), param_attr=param_attr, bias_attr=bias_attr, name=name)
+
+
+def join(input, name=None):
+    """Joins layers side by side: their outputs ([batch, d_i] each) concatenated along the last
+    (feature) axis into [batch, sum d_i], so one layer can read several."""
+    if not isinstance(input, (list, tuple)) or not input:
+        raise TypeError("join(): input must be a non-empty list of layers, got %r" % (input,))
+    for x in input:
+        topology.check_layer(x, "join(): input")
+    with topology.guard():
+        return layers.concat(list(input), axis=len(input[0].shape) - 1, name=name)
 
 
 def mse(input, label, name=None):
