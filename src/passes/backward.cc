@@ -13,9 +13,9 @@
 // op is validated and shape-inferred; each trainable parameter's gradient is recorded in
 // param_grads, and the op that finally writes it carries op_role_var [param, param@GRAD], as in
 // PaddlePaddle. A non-scalar loss is first reduced with `mean`.
-// A `while` op on the path gets a while_grad whose sub-block, made here, holds the gradient ops of
-// the loop body (see src/ops/control/while_kernels.h for how it runs over the step scopes); the body's
-// parameters are the global block's. Other ops that run a sub-block (conditional_block) refuse.
+// A `while` (`conditional_block`) op on the path gets a while_grad (conditional_block_grad) whose
+// sub-block, made here, holds the gradient ops of the body (see src/ops/control/control_kernels.h for
+// how they run over the forward's scopes); the body's parameters are the global block's.
 #include <functional>
 #include <map>
 #include <set>
@@ -168,8 +168,8 @@ class BackwardPass final : public Pass {
     }
     for (auto it = path.rbegin(); it != path.rend(); ++it) {
       const pb::OpDesc& fwd = block.desc().ops(*it);
-      if (fwd.type() == "while") {
-        Status st = AppendWhileGrad(module, block, fwd, needs_grad, trainable, grad_ops, ctx);
+      if (fwd.type() == "while" || fwd.type() == "conditional_block") {
+        Status st = AppendSubBlockGrad(module, block, fwd, needs_grad, trainable, grad_ops, ctx);
         if (!st.ok()) {
           Error e = std::move(st).TakeError();
           if (e.location().op < 0) e.At(block.op(*it).Location());
@@ -323,12 +323,13 @@ class BackwardPass final : public Pass {
     ops = std::move(out);
   }
 
-  /// The while_grad of a `while` op, and its gradient block: the grad ops of the body ops through which
-  /// the loop's differentiable X reach its Out, last first. The block is nested in the op's block (as
-  /// the checker requires) and declares the body's variables again, for its ops' checks; at run time
-  /// they resolve to the step scopes' values. Every X@GRAD asked for is written (zeros where the body
-  /// does not read X); the gradients of Out arrive from while_grad.
-  static Status AppendWhileGrad(ir::Module& module, ir::Block& block, const pb::OpDesc& fwd,
+  /// The while_grad of a `while` op (conditional_block_grad of a `conditional_block`), and its gradient
+  /// block: the grad ops of the body ops through which the differentiable X (Input) reach Out, last
+  /// first. The block is nested in the op's block (as the checker requires) and declares the body's
+  /// variables again, for its ops' checks; at run time they resolve to the forward scopes' values.
+  /// Every X@GRAD asked for is written (zeros where the body does not read X); the gradients of Out
+  /// arrive from the grad op.
+  static Status AppendSubBlockGrad(ir::Module& module, ir::Block& block, const pb::OpDesc& fwd,
                                 const std::function<bool(const std::string&)>& needs_grad,
                                 const std::set<std::string>& trainable, std::vector<pb::OpDesc>& grad_ops,
                                 PassContext& ctx) {
@@ -344,16 +345,19 @@ class BackwardPass final : public Pass {
         if (s.parameter() == name) out.assign(s.arguments().begin(), s.arguments().end());
       return out;
     };
-    std::vector<std::string> xs = args(fwd.inputs(), "X"), outs = args(fwd.outputs(), "Out"),
-                             steps = args(fwd.outputs(), "StepScopes");
-    if (is_test)
+    const bool loop = fwd.type() == "while";
+    const std::string x_slot = loop ? "X" : "Input", scope_slot = loop ? "StepScopes" : "Scope";
+    std::vector<std::string> xs = args(fwd.inputs(), x_slot), outs = args(fwd.outputs(), "Out"),
+                             steps = args(fwd.outputs(), scope_slot);
+    if (loop && is_test)
       return MakeError(ErrorCode::kInvalidArgument, "a while op with is_test keeps no step scopes: it has no gradient");
     if (steps.empty())
-      return MakeError(ErrorCode::kInvalidArgument, "the while op has no StepScopes output, which its gradient reads")
-          .Note("declare a STEP_SCOPES variable and bind it to StepScopes");
+      return MakeError(ErrorCode::kInvalidArgument, "the {} op has no {} output, which its gradient reads", fwd.type(),
+                       scope_slot)
+          .Note(fmt::format("declare a STEP_SCOPES variable and bind it to {}", scope_slot));
     ir::Program& program = module.main();
     if (sub < 0 || sub >= program.num_blocks())
-      return MakeError(ErrorCode::kValidation, "the while op's sub_block {} does not exist", sub);
+      return MakeError(ErrorCode::kValidation, "the {} op's sub_block {} does not exist", fwd.type(), sub);
     ir::Block& body = program.block(sub);
     auto differentiable = [&](const std::string& v) {
       const pb::VarDesc* d = body.FindVar(v);
@@ -410,8 +414,9 @@ class BackwardPass final : public Pass {
     std::vector<pb::OpDesc> ops;
     for (auto it = path.rbegin(); it != path.rend(); ++it) {
       const pb::OpDesc& op = body.desc().ops(*it);
-      if (op.type() == "while")
-        return MakeError(ErrorCode::kUnimplemented, "backward through a while nested in a while is not supported");
+      if (op.type() == "while" || op.type() == "conditional_block")
+        return MakeError(ErrorCode::kUnimplemented, "backward through a {} nested in a {} is not supported yet",
+                         op.type(), fwd.type());
       std::unordered_set<std::string> no_grad;
       for (const auto& s : op.inputs())
         for (const auto& a : s.arguments())
@@ -467,15 +472,16 @@ class BackwardPass final : public Pass {
     }
 
     pb::OpDesc grad;
-    grad.set_type("while_grad");
-    ops::AddInput(grad, "X", xs);
+    grad.set_type(fwd.type() + "_grad");
+    if (!loop) ops::AddInput(grad, "Cond", args(fwd.inputs(), "Cond"));
+    ops::AddInput(grad, x_slot, xs);
     ops::AddInput(grad, "Out", outs);
     std::vector<std::string> out_grads;
     for (const auto& o : outs)
       out_grads.push_back(differentiable(o) ? ir::GradVarName(o) : std::string(ir::kEmptyVarName));
     ops::AddInput(grad, "Out@GRAD", out_grads);
-    ops::AddInput(grad, "StepScopes", steps);
-    ops::AddOutput(grad, "X@GRAD", x_grads);
+    ops::AddInput(grad, scope_slot, steps);
+    ops::AddOutput(grad, x_slot + "@GRAD", x_grads);
     for (const auto& a : fwd.attrs()) {
       auto* copy = grad.add_attrs();
       *copy = a;

@@ -1,6 +1,6 @@
 // Control-flow ops: conditional_block runs a sub-block when its condition holds; while runs one as
 // long as its condition holds, and while_grad runs the gradient of its body back over the steps
-// (control/while_kernels.h).
+// (control/control_kernels.h).
 //
 // The sub-block is executed through a SubBlockRunner the runtime provides (a plan over a child
 // scope, built on first use and kept), so the ops layer needs no knowledge of plans. The op has no
@@ -8,7 +8,7 @@
 // sub-block's outputs are inferred at compile time by the infer-shape pass, which visits a
 // sub-block right after the op that runs it; at run time the plan re-prepares the ops after a
 // conditional_block whenever the sub-block produced new shapes.
-#include "control/while_kernels.h"
+#include "control/control_kernels.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
@@ -22,9 +22,7 @@ constexpr OutSlot kScope{1, "Scope"};
 class ConditionalBlockKernel final : public OpKernel {
  public:
   explicit ConditionalBlockKernel(const KernelInit& init)
-      : block_(init.attrs.Get<int>("sub_block")),
-        scalar_(init.attrs.Get<bool>("is_scalar_condition")),
-        factory_(init.sub_blocks) {}
+      : scalar_(init.attrs.Get<bool>("is_scalar_condition")), run_(init) {}
 
   Status Run(KernelContext& ctx) override {
     bool run = true;
@@ -39,30 +37,15 @@ class ConditionalBlockKernel final : public OpKernel {
       for (int i = 0; i < ctx.NumIn(kCond); ++i)
         if (const Tensor* c = ctx.InOpt(kCond, i); c == nullptr || c->numel() == 0) run = false;
     }
-    if (!run) return Status::OK();
-    if (!runner_) {
-      if (factory_ == nullptr)
-        return MakeError(ErrorCode::kInternal, "conditional_block needs the runtime's sub-block runner");
-      PC_ASSIGN_OR_RETURN(runner_, (*factory_)(block_));
-    }
-    return runner_->Run();
+    return run_.Run(ctx, run, kScope);
   }
 
  private:
-  int block_;
   bool scalar_;
-  const SubBlockFactory* factory_;
-  std::unique_ptr<SubBlockRunner> runner_;
+  control::ConditionalBlockRun run_;
 };
 
-Status NoBackwardThroughSubBlocks(GradMakerContext& ctx) {
-  return MakeError(ErrorCode::kUnimplemented,
-                   "backward through sub-blocks ({}) is not supported yet: mark its inputs stop_gradient or keep "
-                   "the control flow out of the differentiated part",
-                   ctx.forward().type());
-}
-
-Status WhileGradFromBackwardPass(GradMakerContext& ctx) {
+Status GradFromBackwardPass(GradMakerContext& ctx) {
   return MakeError(ErrorCode::kInternal,
                    "{}'s gradient block is made by the backward pass (src/passes/backward.cc), not by a grad maker",
                    ctx.forward().type());
@@ -73,6 +56,15 @@ Status InferWhileGrad(InferShapeContext& ctx) {
   for (int i = 0; i < ctx.NumInputs(control::while_grad::kX) && i < ctx.NumOutputs(control::while_grad::kXGrad); ++i)
     ctx.SetOutput(control::while_grad::kXGrad, i, ctx.InputDims(control::while_grad::kX, i),
                   ctx.InputDType(control::while_grad::kX, i));
+  return Status::OK();
+}
+
+// Input@GRAD is shaped and typed like Input.
+Status InferConditionalBlockGrad(InferShapeContext& ctx) {
+  for (int i = 0; i < ctx.NumInputs(control::cond_grad::kInput) && i < ctx.NumOutputs(control::cond_grad::kInputGrad);
+       ++i)
+    ctx.SetOutput(control::cond_grad::kInputGrad, i, ctx.InputDims(control::cond_grad::kInput, i),
+                  ctx.InputDType(control::cond_grad::kInput, i));
   return Status::OK();
 }
 
@@ -92,7 +84,7 @@ void RegisterWhileOps(OpRegistry& r) {
       .Attr("is_test", false, "Inference: one scope reused by every step, nothing kept for a gradient.")
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{}, "PaddlePaddle memory hint; ignored.")
       .ExtraAttr()
-      .Grad(WhileGradFromBackwardPass)
+      .Grad(GradFromBackwardPass)
       .KernelDTypeFixed(DType::kFloat32)
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<control::WhileKernel>());
 
@@ -125,14 +117,34 @@ void RegisterControlOps(OpRegistry& r) {
              kDuplicable)
       .Input(kInput, "Variables the sub-block reads (declares the data dependence).", kDuplicable | kDispensable)
       .Output(kOut, "Variables the sub-block writes, declared in an enclosing block.", kDuplicable | kDispensable)
-      .Output(kScope, "PaddlePaddle's STEP_SCOPES holder; unused by paddlec.", kDispensable)
+      .Output(kScope, "The STEP_SCOPES variable holding the block's scope when it ran, for the gradient.",
+              kDispensable)
       .BlockAttr("sub_block", "The block to run; its parent must be the op's block.")
       .Attr("is_scalar_condition", false, "Cond is a single bool rather than a list of tensors to check.")
       .Attr("skip_eager_deletion_vars", std::vector<std::string>{}, "PaddlePaddle memory hint; ignored.")
       .ExtraAttr()
-      .Grad(NoBackwardThroughSubBlocks)
+      .Grad(GradFromBackwardPass)
       .KernelDTypeFixed(DType::kFloat32)
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<ConditionalBlockKernel>());
+
+  namespace g = control::cond_grad;
+  r.Add("conditional_block_grad")
+      .Doc("The gradient of a conditional_block: runs `sub_block` (the block's gradient) in the forward block's "
+           "scope when the forward block ran; otherwise the gradients of Input are zeros.")
+      .Input(g::kCond, "The forward op's Cond.", kDuplicable)
+      .Input(g::kInput, "The forward op's Input.", kDuplicable | kDispensable)
+      .Input(g::kOut, "The forward op's Out.", kDuplicable | kDispensable)
+      .Input(g::kOutGrad, "Gradients of Out (@EMPTY@ for non-float ones).", kDuplicable | kDispensable)
+      .Input(g::kScope, "The forward op's Scope (empty when the block did not run).", kDispensable)
+      .Output(g::kInputGrad, "Gradients of Input (@EMPTY@ where none is needed).", kDuplicable | kDispensable)
+      .BlockAttr("sub_block", "The block's gradient block, made by the backward pass.")
+      .Attr("is_scalar_condition", false, "Copied from the forward op.")
+      .Attr("skip_eager_deletion_vars", std::vector<std::string>{}, "PaddlePaddle memory hint; ignored.")
+      .ExtraAttr()
+      .InferShape(InferConditionalBlockGrad)
+      .NoGradient()
+      .KernelDTypeFixed(DType::kFloat32)
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<control::ConditionalBlockGradKernel>());
 }
 
 }  // namespace paddlec::ops

@@ -356,6 +356,6 @@ def reshape(x, shape, name=None):
         return ops.reshape2(x=x, out=layer.output(), x_shape=layer.var("x_shape"), shape=list(shape))
 
 
-from paddlec.control_flow import While, fill_constant  # noqa: E402  (control flow over sub-blocks)
+from paddlec.control_flow import While, cond, fill_constant  # noqa: E402  (control flow over sub-blocks)
 
-__all__ += ["While", "fill_constant"]
+__all__ += ["While", "cond", "fill_constant"]

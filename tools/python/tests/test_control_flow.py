@@ -157,3 +157,62 @@ def test_a_while_of_zero_steps_passes_the_gradient_through(fresh_programs):
     h, grad = run(main, startup, ["h", "w@GRAD"])
     np.testing.assert_array_equal(h, X0)
     np.testing.assert_array_equal(grad, np.zeros((4, 4), "float32"))
+
+
+def ifelse_program():
+    """out = tanh(x @ tw + tb) if flag < 0 else sigmoid(x @ fw + fb); loss = mean(out)."""
+    main, startup = paddlec.Program(), paddlec.Program()
+    main.random_seed = startup.random_seed = 5
+    with paddlec.program_guard(main, startup):
+        x = layers.data("x", [4])
+        flag = layers.data("flag", [1], append_batch_size=False)
+        zero = layers.fill_constant([1], "float32", 0.0)
+        pred = ops.less_than(x=flag, y=zero)
+        out = layers.cond(pred, lambda: layers.fc(x, 3, act="tanh", name="t"),
+                          lambda: layers.fc(x, 3, act="sigmoid", name="f"))
+        loss = layers.mean(out)
+    return main, startup, loss
+
+
+def ifelse_numpy(params, x, flag):
+    if flag < 0:
+        return np.tanh(x @ params["t.w"] + params["t.b"]).mean()
+    return (1 / (1 + np.exp(-(x @ params["f.w"] + params["f.b"])))).mean()
+
+
+@pytest.mark.parametrize("flag", [-1.0, 1.0])
+def test_ifelse_branches_get_gradients_that_match_finite_differences(flag):
+    main, startup, loss = ifelse_program()
+    gb = main.global_block()
+    assert [op.type for op in gb.ops].count("conditional_block") == 2
+    assert {"t.w", "t.b", "f.w", "f.b"} <= {p.name for p in main.all_parameters()}
+    append_backward(loss)
+    assert [op.type for op in gb.ops].count("conditional_block_grad") == 2
+    exe = paddlec.Executor()
+    scope = paddlec.Scope()
+    exe.run(startup, scope=scope)
+    names = ["t.w", "t.b", "f.w", "f.b"]
+    params = {n: scope.get(n).astype("float64") for n in names}
+    feed = {"x": X0, "flag": np.array([flag], "float32")}
+    got = exe.run(main, feed=feed, fetch_list=[loss] + [n + "@GRAD" for n in names], scope=scope)
+    np.testing.assert_allclose(got[0], ifelse_numpy(params, X0.astype("float64"), flag), rtol=1e-5)
+    taken, other = (["t.w", "t.b"], ["f.w", "f.b"]) if flag < 0 else (["f.w", "f.b"], ["t.w", "t.b"])
+    eps = 1e-4
+    for name, grad in zip(names, got[1:]):
+        if name in other:
+            np.testing.assert_array_equal(grad, np.zeros_like(grad))
+            continue
+        numeric = np.zeros_like(params[name])
+        for idx in np.ndindex(*params[name].shape):
+            plus = {k: v.copy() for k, v in params.items()}
+            minus = {k: v.copy() for k, v in params.items()}
+            plus[name][idx] += eps
+            minus[name][idx] -= eps
+            numeric[idx] = (ifelse_numpy(plus, X0, flag) - ifelse_numpy(minus, X0, flag)) / (2 * eps)
+        np.testing.assert_allclose(grad, numeric, rtol=1e-3, atol=1e-6)
+        assert np.abs(grad).max() > 1e-4
+    # The same program, run again with the other flag, takes the other branch.
+    feed["flag"] = np.array([-flag], "float32")
+    other_grads = exe.run(main, feed=feed, fetch_list=[n + "@GRAD" for n in taken], scope=scope)
+    for g in other_grads:
+        np.testing.assert_array_equal(g, np.zeros_like(g))

@@ -1,5 +1,6 @@
-// The while loop and its gradient (see while_kernels.h for the scopes they keep).
-#include "control/while_kernels.h"
+// The control-flow kernels: conditional blocks and while loops with their gradients (see
+// control_kernels.h for the scopes they keep).
+#include "control/control_kernels.h"
 
 #include <algorithm>
 #include <cstring>
@@ -70,6 +71,77 @@ StatusOr<bool> ReadCondition(runtime::DeviceContext& device, const Tensor& c, st
   Tensor host;
   PC_RETURN_IF_ERROR(device.CopyToHost(c, host, *host_alloc));
   return host.data<bool>()[0];
+}
+
+// ---- conditional_block ---------------------------------------------------------------------------
+
+ConditionalBlockRun::ConditionalBlockRun(const KernelInit& init)
+    : block_(init.attrs.Get<int>("sub_block")), scope_(init.scope), factory_(init.scoped_sub_blocks) {}
+
+ConditionalBlockRun::~ConditionalBlockRun() {
+  runner_.reset();
+  if (child_ != nullptr) scope_->DeleteChild(child_);
+}
+
+Status ConditionalBlockRun::Run(KernelContext& ctx, bool run, OutSlot scope_slot) {
+  runtime::Variable* holder = ctx.OutVar(scope_slot);
+  if (holder != nullptr) holder->step_scopes().clear();
+  if (!run) return Status::OK();
+  if (!runner_) {
+    if (scope_ == nullptr || factory_ == nullptr)
+      return MakeError(ErrorCode::kInternal, "conditional_block needs the runtime's scope and sub-block runner");
+    child_ = &scope_->NewChild();
+    PC_ASSIGN_OR_RETURN(runner_, (*factory_)(block_, *child_));
+  }
+  PC_RETURN_IF_ERROR(runner_->Run());
+  if (holder != nullptr) holder->step_scopes() = {child_};
+  return Status::OK();
+}
+
+ConditionalBlockGradKernel::ConditionalBlockGradKernel(const KernelInit& init)
+    : block_(init.attrs.Get<int>("sub_block")),
+      device_(init.device),
+      factory_(init.scoped_sub_blocks),
+      input_grad_(SlotArgs(init.attrs.op().outputs(), "Input@GRAD")) {}
+
+Status ConditionalBlockGradKernel::Run(KernelContext& ctx) {
+  if (factory_ == nullptr)
+    return MakeError(ErrorCode::kInternal, "conditional_block_grad needs the runtime's sub-block runner");
+  runtime::Variable* holder = ctx.InVar(cond_grad::kScope);
+  runtime::Scope* forward = holder != nullptr && !holder->step_scopes().empty() ? holder->step_scopes()[0] : nullptr;
+  const int n = ctx.NumOut(cond_grad::kInputGrad);
+  if (forward == nullptr) {
+    // The block did not run: its inputs did not affect anything.
+    for (int i = 0; i < n; ++i)
+      if (Tensor* out = ctx.OutOpt(cond_grad::kInputGrad, i)) {
+        PC_ASSIGN_OR_RETURN(*out, ZerosLike(*device_, ctx.In(cond_grad::kInput, i)));
+      }
+    return Status::OK();
+  }
+  runtime::Scope& g = forward->NewChild();
+  struct Drop {
+    runtime::Scope* parent;
+    runtime::Scope* child;
+    ~Drop() { parent->DeleteChild(child); }
+  } drop{forward, &g};
+  // Local, so the gradient block writes them here (the enclosing scope may hold variables of the name).
+  for (int i = 0; i < n && i < static_cast<int>(input_grad_.size()); ++i)
+    if (input_grad_[i] != ir::kEmptyVarName) g.Var(input_grad_[i]);
+  {
+    PC_ASSIGN_OR_RETURN(auto runner, (*factory_)(block_, g));
+    PC_RETURN_IF_ERROR(runner->Run());
+  }
+  for (int i = 0; i < n && i < static_cast<int>(input_grad_.size()); ++i) {
+    Tensor* out = ctx.OutOpt(cond_grad::kInputGrad, i);
+    if (out == nullptr) continue;
+    runtime::Variable* v = g.FindLocal(input_grad_[i]);
+    if (v != nullptr && v->tensor().initialized()) {
+      PC_ASSIGN_OR_RETURN(*out, DeepCopy(*device_, v->tensor()));
+    } else {
+      PC_ASSIGN_OR_RETURN(*out, ZerosLike(*device_, ctx.In(cond_grad::kInput, i)));
+    }
+  }
+  return Status::OK();
 }
 
 // ---- while -----------------------------------------------------------------------------------

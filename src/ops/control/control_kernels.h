@@ -1,5 +1,6 @@
-// while / while_grad: the loop and its gradient, shared by the CPU registration (control.cc) and the
-// CUDA one (control_cuda.cc). The kernels move no numbers themselves: the body and its gradient run as
+// The kernels of the control-flow ops, shared by the CPU registration (control.cc) and the CUDA one
+// (control_cuda.cc): while / while_grad, and what conditional_block and conditional_block_grad do once
+// their condition is known. The kernels move no numbers themselves: the body and its gradient run as
 // plans of their own on the op's device, and the few tensors the loop keeps or adds up per step go
 // through the DeviceContext (host copies), so one kernel class serves every place.
 //
@@ -45,6 +46,15 @@ constexpr InSlot kStepScopes{3, "StepScopes"};
 constexpr OutSlot kXGrad{0, "X@GRAD"};
 }  // namespace while_grad
 
+namespace cond_grad {
+constexpr InSlot kCond{0, "Cond"};
+constexpr InSlot kInput{1, "Input"};
+constexpr InSlot kOut{2, "Out"};
+constexpr InSlot kOutGrad{3, "Out@GRAD"};
+constexpr InSlot kScope{4, "Scope"};
+constexpr OutSlot kInputGrad{0, "Input@GRAD"};
+}  // namespace cond_grad
+
 /// The arguments of one slot of an OpDesc (empty when absent).
 std::vector<std::string> SlotArgs(const google::protobuf::RepeatedPtrField<pb::OpDesc::Var>& slots,
                                   std::string_view slot);
@@ -57,6 +67,39 @@ StatusOr<Tensor> ZerosLike(runtime::DeviceContext& device, const Tensor& like);
 Status AddTo(runtime::DeviceContext& device, Tensor& acc, const Tensor& x);
 /// The value of a one-element bool tensor on any device.
 StatusOr<bool> ReadCondition(runtime::DeviceContext& device, const Tensor& c, std::string_view op);
+
+/// conditional_block once its condition is known: runs the sub-block in a child scope of the plan's
+/// scope that persists between runs, and records in the op's Scope variable (when bound) whether it
+/// ran this time: that scope, or nothing. conditional_block_grad reads it.
+class ConditionalBlockRun {
+ public:
+  explicit ConditionalBlockRun(const KernelInit& init);
+  ~ConditionalBlockRun();
+  Status Run(KernelContext& ctx, bool run, OutSlot scope_slot);
+
+ private:
+  int block_;
+  runtime::Scope* scope_;
+  const ScopedSubBlockFactory* factory_;
+  runtime::Scope* child_ = nullptr;
+  std::unique_ptr<SubBlockRunner> runner_;
+};
+
+/// conditional_block_grad: when the forward block ran, runs the gradient block in a child of the
+/// forward's scope (which keeps the values the block computed) and copies out the gradients of
+/// Input; when it did not run, they are zeros. The gradients of Out come from the enclosing scope.
+class ConditionalBlockGradKernel final : public OpKernel {
+ public:
+  explicit ConditionalBlockGradKernel(const KernelInit& init);
+  bool Replayable() const override { return false; }
+  Status Run(KernelContext& ctx) override;
+
+ private:
+  int block_;
+  runtime::DeviceContext* device_;
+  const ScopedSubBlockFactory* factory_;
+  std::vector<std::string> input_grad_;
+};
 
 class WhileKernel final : public OpKernel {
  public:
