@@ -132,19 +132,5 @@ TEST_CASE("GreaterThan / LessThan bounds are exclusive: declared, described and 
   CHECK(AttrValueProblem(MakeAttr("count", 3), count).empty());
 }
 
-TEST_CASE("adam's betas are exclusive below 1 in the registry, the JSON dump and the reference") {
-  const OpInfo* adam = GlobalOpRegistry().Find("adam");
-  REQUIRE(adam != nullptr);
-  REQUIRE(adam->FindAttr("beta1") != nullptr);
-  const auto& beta1 = *adam->FindAttr("beta1");
-  CHECK(beta1.max_exclusive());
-  CHECK(AttrValueProblem(MakeAttr("beta1", 1.0f), beta1) == "value 1 is out of range: must be [0, 1)");
-  std::ostringstream json, md;
-  REQUIRE(driver::RunDumpOpProtos({.format = "json", .ops = {"adam"}}, json).ok());
-  CHECK(json.str().find("\"max_exclusive\": true") != std::string::npos);
-  REQUIRE(driver::RunDumpOpProtos({.format = "md", .ops = {"adam"}}, md).ok());
-  CHECK(md.str().find("| `beta1` | FLOAT | `0.9` | in [0, 1) |") != std::string::npos);
-}
-
 }  // namespace
 }  // namespace paddlec::ops

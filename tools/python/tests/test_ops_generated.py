@@ -112,10 +112,6 @@ def test_outputs_are_created_and_returned_per_proto():
      "op 'transpose2': attribute 'axis' (INTS) takes an int, got float 1.5"),
     (lambda x: ops.dropout(x=x, dropout_prob=1.5), ValueError,
      "op 'dropout': attribute 'dropout_prob' value 1.5 is out of range: must be [0, 1]"),
-    # LessThan: an exclusive bound (adam's beta1 in [0, 1)) refuses the bound itself.
-    (lambda x: ops.adam(param=x, grad=x, learning_rate=x, moment1=x, moment2=x, beta1_pow=x, beta2_pow=x,
-                        beta1=1.0), ValueError,
-     "op 'adam': attribute 'beta1' value 1 is out of range: must be [0, 1)"),
     (lambda x: ops.dropout(x=x, dropout_implementation="up"), ValueError,
      "op 'dropout': attribute 'dropout_implementation' value 'up' is not allowed: expected one of "
      "'downgrade_in_infer', 'upscale_in_train'"),
