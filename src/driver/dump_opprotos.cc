@@ -7,6 +7,7 @@
 #include "paddlec/ir/paddle_export.h"
 #include "paddlec/ir/pir_json.h"
 #include "paddlec/ir/serialize.h"
+#include "paddlec/ops/op_checker.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::driver {
@@ -60,9 +61,8 @@ std::string AttrValueText(const pb::OpDesc::Attr& a) {
 std::string Checks(const pb::OpProto::Attr& a) {
   std::string s;
   auto add = [&](std::string x) { s += (s.empty() ? "" : "; ") + x; };
-  if (a.has_min() && a.has_max()) add(fmt::format("in [{}, {}]", a.min(), a.max()));
-  else if (a.has_min()) add(fmt::format(">= {}", a.min()));
-  else if (a.has_max()) add(fmt::format("<= {}", a.max()));
+  if (std::string bounds = ops::AttrBoundsText(a, [](double v) { return fmt::format("{}", v); }); !bounds.empty())
+    add(a.has_min() && a.has_max() ? "in " + bounds : bounds);
   if (a.allowed_strings_size()) {
     std::string v;
     for (const auto& x : a.allowed_strings()) v += (v.empty() ? "`" : ", `") + x + "`";

@@ -10,6 +10,7 @@
 #include "paddlec/core/file.h"
 #include "paddlec/driver/driver.h"
 #include "paddlec/ir/program.h"
+#include "paddlec/ops/op_checker.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::driver {
@@ -191,12 +192,8 @@ std::string Number(double v) {
 /// The checks of an attribute in words: "in [0, 1]; one of 'NCHW', 'NHWC'; non-empty".
 std::string AttrChecks(const pb::OpProto::Attr& a) {
   std::vector<std::string> parts;
-  if (a.has_min() && a.has_max())
-    parts.push_back(fmt::format("in [{}, {}]", Number(a.min()), Number(a.max())));
-  else if (a.has_min())
-    parts.push_back(">= " + Number(a.min()));
-  else if (a.has_max())
-    parts.push_back("<= " + Number(a.max()));
+  if (std::string bounds = ops::AttrBoundsText(a, Number); !bounds.empty())
+    parts.push_back(a.has_min() && a.has_max() ? "in " + bounds : bounds);
   if (a.allowed_strings_size()) {
     std::string v;
     for (const auto& s : a.allowed_strings()) v += (v.empty() ? "" : ", ") + PyString(s);

@@ -115,6 +115,40 @@ Status FillInputs(const RunOptions& options, Session& session, runtime::Allocato
   return Status::OK();
 }
 
+/// --scope-in: the arrays of an earlier run's --scope-out, each checked to be a variable of the program.
+StatusOr<io::NamedTensors> ReadScopeIn(const std::string& path, Session& session, runtime::Allocator& alloc) {
+  if (path.empty()) return io::NamedTensors{};
+  PC_ASSIGN_OR_RETURN(io::NamedTensors arrays, io::ReadNpz(path, alloc));
+  for (const auto& [name, t] : arrays)
+    if (session.main_block().FindVar(name) == nullptr)
+      return MakeError(ErrorCode::kInvalidArgument, "--scope-in {}: '{}' is not a variable of the program", path, name)
+          .Note("--scope-in takes the --scope-out of an earlier run of the same program");
+  return arrays;
+}
+
+/// The inputs neither fed nor given by --scope-in.
+std::vector<std::string> Unfed(Session& session, const io::NamedTensors& scope_in) {
+  std::vector<std::string> missing = session.Unfed();
+  std::erase_if(missing, [&](const std::string& n) {
+    return std::any_of(scope_in.begin(), scope_in.end(), [&](const auto& kv) { return kv.first == n; });
+  });
+  return missing;
+}
+
+/// --scope-out: every variable of the run's scope holding a tensor (feeds, parameters, the outputs of
+/// the ops run), copied to the host. Sub-block scopes and feed/fetch holders are left out.
+Status WriteScopeOut(const std::string& path, Session& session, runtime::Allocator& alloc) {
+  io::NamedTensors out;
+  for (const auto& name : session.scope().LocalNames()) {
+    runtime::Variable* v = session.scope().FindLocal(name);
+    if (!v->tensor().initialized()) continue;
+    runtime::Tensor host;
+    PC_RETURN_IF_ERROR(session.executor().device().CopyToHost(v->tensor(), host, alloc));
+    out.emplace_back(name, std::move(host));
+  }
+  return io::WriteNpz(path, out);
+}
+
 }  // namespace
 
 Status RunRun(const RunOptions& options, std::ostream& out) {
@@ -177,6 +211,8 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
     if (session->main_block().FindVar(f) == nullptr)
       return MakeError(ErrorCode::kNotFound, "cannot fetch '{}': the program has no variable of that name", f);
 
+  PC_ASSIGN_OR_RETURN(io::NamedTensors scope_in, ReadScopeIn(options.scope_in, *session, *host_alloc));
+
   int num_ops = session->main_block().num_ops();
   exec::PlanOptions plan_options{.profile = options.profile, .cuda_graph = options.cuda_graph};
   bool partial = !options.op_range.empty();
@@ -184,7 +220,7 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
     PC_ASSIGN_OR_RETURN(auto range, ParseOpRange(options.op_range, num_ops));
     plan_options.op_begin = range.first;
     plan_options.op_end = range.second;
-  } else if (std::vector<std::string> missing = session->Unfed(); !missing.empty()) {
+  } else if (std::vector<std::string> missing = Unfed(*session, scope_in); !missing.empty()) {
     std::string names;
     for (const auto& n : missing) names += (names.empty() ? "'" : ", '") + n + "'";
     return MakeError(ErrorCode::kInvalidArgument, "missing input{} {}", missing.size() > 1 ? "s" : "", names)
@@ -193,6 +229,9 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
 
   if (!options.params.empty()) PC_RETURN_IF_ERROR(session->LoadParameters(options.params));
   else PC_RETURN_IF_ERROR(session->InitializeParameters());
+  // After the parameters: a continued run finds them as the earlier range left them.
+  for (const auto& [name, t] : scope_in)
+    PC_RETURN_IF_ERROR(session->executor().device().CopyFromHost(t, session->scope().Var(name).tensor()));
 
   PC_ASSIGN_OR_RETURN(auto plan, session->executor().Prepare(session->main_block(), session->scope(), plan_options));
   // With several steps the first is the warm-up (buffers allocated, caches cold): it is reported
@@ -228,6 +267,7 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
     results.emplace_back(name, std::move(t));
   }
   if (!options.save_params.empty()) PC_RETURN_IF_ERROR(session->SaveParameters(options.save_params));
+  if (!options.scope_out.empty()) PC_RETURN_IF_ERROR(WriteScopeOut(options.scope_out, *session, *host_alloc));
   if (options.out_dir.ends_with(".npz")) {
     PC_RETURN_IF_ERROR(io::WriteNpz(options.out_dir, results));
   } else if (!options.out_dir.empty()) {

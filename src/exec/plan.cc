@@ -129,7 +129,7 @@ class RuntimeShapeContext final : public ops::InferShapeContext {
   std::span<const KernelContext::SlotTensors> ins_, outs_;
 };
 
-bool HasValue(const Variable& v) { return v.tensor().initialized() || !v.list().empty(); }
+bool HasValue(const Variable& v) { return v.tensor().initialized() || !v.list().empty() || !v.step_scopes().empty(); }
 
 /// Applies an op's LoD rule to its outputs after it ran: outputs with as many rows as the source
 /// share its LoD (PaddlePaddle's ShareLoD); `none` drops it. Copies only when something changed, so
@@ -169,18 +169,17 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
   plan->use_graph_ = options.cuda_graph;
   plan->flush_denormals_ = options.flush_denormals;
   if (device.place().is_cpu()) plan->cpu_threads_ = static_cast<runtime::CpuContext&>(device).num_threads();
-  // Control-flow ops run other blocks of the program through plans of their own, each over a child
-  // scope of this plan's scope.
+  // Control-flow ops run other blocks of the program through plans of their own: over a child scope
+  // of this plan's scope (conditional_block), or over scopes the op makes itself (while's steps).
   ir::Program* program = &block.program();
-  plan->sub_blocks_ = std::make_unique<ops::SubBlockFactory>(
-      [program, &scope, &device, &registry, options](int idx) -> StatusOr<std::unique_ptr<ops::SubBlockRunner>> {
+  plan->scoped_sub_blocks_ = std::make_unique<ops::ScopedSubBlockFactory>(
+      [program, &device, &registry, options](int idx, Scope& in) -> StatusOr<std::unique_ptr<ops::SubBlockRunner>> {
         if (idx < 0 || idx >= program->num_blocks())
           return MakeError(ErrorCode::kValidation, "sub-block {} does not exist", idx);
-        Scope& child = scope.NewChild();
         PlanOptions sub = options;
         sub.op_begin = 0;
         sub.op_end = -1;
-        PC_ASSIGN_OR_RETURN(auto plan, Plan::Build(program->block(idx), child, device, registry, sub));
+        PC_ASSIGN_OR_RETURN(auto plan, Plan::Build(program->block(idx), in, device, registry, sub));
         struct Runner final : ops::SubBlockRunner {
           std::unique_ptr<Plan> plan;
           Status Run() override { return plan->Run(); }
@@ -189,6 +188,8 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
         runner->plan = std::move(plan);
         return std::unique_ptr<ops::SubBlockRunner>(std::move(runner));
       });
+  plan->sub_blocks_ = std::make_unique<ops::SubBlockFactory>(
+      [scoped = plan->scoped_sub_blocks_.get(), &scope](int idx) { return (*scoped)(idx, scope.NewChild()); });
 
   for (int i = begin; i < end; ++i) {
     ir::Op op = block.op(i);
@@ -253,7 +254,13 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
           .Note(have.empty() ? std::string("it has no kernels at all") : "kernels available: " + have);
     }
     uint64_t seed = SplitMix64(options.seed * 0x100000001B3ull + static_cast<uint64_t>(i) + 1);
-    ops::KernelInit init{*step->attrs, seed, &device, plan->sub_blocks_.get(), options.start_step};
+    ops::KernelInit init{*step->attrs,
+                         seed,
+                         &device,
+                         plan->sub_blocks_.get(),
+                         options.start_step,
+                         &scope,
+                         plan->scoped_sub_blocks_.get()};
     auto kernel = (*factory)(init);
     if (!kernel.ok()) {
       Error e = std::move(kernel).status().TakeError();

@@ -196,25 +196,34 @@ void CheckSlots(ir::Op op, bool input, const OpInfo& info, const CheckOptions& o
 
 }  // namespace
 
+std::string AttrBoundsText(const OpProto::Attr& spec, std::string (*number)(double)) {
+  if (spec.has_min() && spec.has_max())
+    return fmt::format("{}{}, {}{}", spec.min_exclusive() ? "(" : "[", number(spec.min()), number(spec.max()),
+                       spec.max_exclusive() ? ")" : "]");
+  if (spec.has_min()) return fmt::format("{} {}", spec.min_exclusive() ? ">" : ">=", number(spec.min()));
+  if (spec.has_max()) return fmt::format("{} {}", spec.max_exclusive() ? "<" : "<=", number(spec.max()));
+  return "";
+}
+
 std::string AttrValueProblem(const OpDesc::Attr& a, const OpProto::Attr& spec) {
   if (!AttrTypeCompatible(a.type(), spec.type()))
     return fmt::format("has type {}, expected {}", ir::AttrTypeName(a.type()), ir::AttrTypeName(spec.type()));
   // A FLOAT attribute is compared in float: PaddlePaddle stores epsilon = 1e-3 as the float
   // 0.0010000000474974513, which must pass a [0, 0.001] range as it does in PaddlePaddle.
   bool in_float = spec.type() == ir::pb::FLOAT || spec.type() == ir::pb::FLOATS;
-  auto below = [&](double v, double bound) {
-    return in_float ? static_cast<float>(v) < static_cast<float>(bound) : v < bound;
+  auto below = [&](double v, double bound, bool or_equal) {
+    if (in_float)
+      return or_equal ? static_cast<float>(v) <= static_cast<float>(bound)
+                      : static_cast<float>(v) < static_cast<float>(bound);
+    return or_equal ? v <= bound : v < bound;
   };
   for (double v : NumericValues(a)) {
     if (std::isnan(v) && (spec.has_min() || spec.has_max())) return "is NaN";
-    if ((spec.has_min() && below(v, spec.min())) || (spec.has_max() && below(spec.max(), v))) {
-      std::string range = spec.has_min() && spec.has_max()
-                              ? fmt::format("[{}, {}]", FormatNumber(spec.min()), FormatNumber(spec.max()))
-                          : spec.has_min() ? fmt::format(">= {}", FormatNumber(spec.min()))
-                                           : fmt::format("<= {}", FormatNumber(spec.max()));
+    if ((spec.has_min() && below(v, spec.min(), spec.min_exclusive())) ||
+        (spec.has_max() && below(spec.max(), v, spec.max_exclusive()))) {
       // A float is shown as written (0.0011, not its double expansion 0.0010999999940395355).
       std::string shown = in_float ? fmt::format("{}", static_cast<float>(v)) : FormatNumber(v);
-      return fmt::format("value {} is out of range: must be {}", shown, range);
+      return fmt::format("value {} is out of range: must be {}", shown, AttrBoundsText(spec, FormatNumber));
     }
   }
   if (spec.allowed_strings_size() > 0) {

@@ -129,6 +129,16 @@ OpBuilder& OpBuilder::Max(double v) {
   last_attr()->set_max(v);
   return *this;
 }
+OpBuilder& OpBuilder::GreaterThan(double v) {
+  last_attr()->set_min(v);
+  last_attr()->set_min_exclusive(true);
+  return *this;
+}
+OpBuilder& OpBuilder::LessThan(double v) {
+  last_attr()->set_max(v);
+  last_attr()->set_max_exclusive(true);
+  return *this;
+}
 OpBuilder& OpBuilder::AllowedValues(std::vector<std::string> values) {
   auto* a = last_attr();
   for (auto& v : values) a->add_allowed_strings(std::move(v));

@@ -11,6 +11,7 @@
 #include "paddlec.pb.h"
 #include "paddlec/driver/driver.h"
 #include "paddlec/ir/paddle_export.h"
+#include "paddlec/ops/op_checker.h"
 #include "paddlec/ops/op_registry.h"
 
 namespace paddlec::ops {
@@ -18,7 +19,7 @@ namespace {
 
 // Ops whose outputs are sized by the outside world or by a sub-block, not by a shape function: the
 // plan re-prepares the ops after them when their outputs change shape.
-const std::set<std::string> kNoShapeFunction = {"feed", "fetch", "conditional_block"};
+const std::set<std::string> kNoShapeFunction = {"feed", "fetch", "conditional_block", "while"};
 
 TEST_CASE("every registered op is complete") {
   const OpRegistry& r = GlobalOpRegistry();
@@ -94,6 +95,41 @@ TEST_CASE("dump-opprotos filters by op and rejects unknown ones") {
   std::ostringstream md;
   REQUIRE(driver::RunDumpOpProtos({.format = "md", .ops = {"leaky_relu"}}, md).ok());
   CHECK(md.str().find("| `alpha` | FLOAT | `0.02` |  | Slope for negative inputs. |") != std::string::npos);
+}
+
+TEST_CASE("GreaterThan / LessThan bounds are exclusive: declared, described and checked") {
+  OpRegistry r;
+  r.Add("bounded")
+      .Doc("An op with exclusive bounds.")
+      .Attr("scale", 1.0f, "Strictly positive.")
+      .GreaterThan(0.0)
+      .Attr("rate", 0.5f, "In [0, 1).")
+      .Min(0)
+      .LessThan(1)
+      .Attr("count", 1, "Below 4.")
+      .LessThan(4);
+  const OpInfo* info = r.Find("bounded");
+  REQUIRE(info != nullptr);
+  const auto& scale = info->proto().attrs(0);
+  const auto& rate = info->proto().attrs(1);
+  const auto& count = info->proto().attrs(2);
+  CHECK(scale.min_exclusive());
+  CHECK_FALSE(scale.has_max());
+  CHECK_FALSE(rate.min_exclusive());
+  CHECK(rate.max_exclusive());
+  auto number = [](double v) { return fmt::format("{}", v); };
+  CHECK(AttrBoundsText(scale, +number) == "> 0");
+  CHECK(AttrBoundsText(rate, +number) == "[0, 1)");
+  CHECK(AttrBoundsText(count, +number) == "< 4");
+
+  CHECK(AttrValueProblem(MakeAttr("scale", 0.0f), scale) == "value 0 is out of range: must be > 0");
+  CHECK(AttrValueProblem(MakeAttr("scale", -2.0f), scale) == "value -2 is out of range: must be > 0");
+  CHECK(AttrValueProblem(MakeAttr("scale", 1e-30f), scale).empty());
+  CHECK(AttrValueProblem(MakeAttr("rate", 0.0f), rate).empty());
+  CHECK(AttrValueProblem(MakeAttr("rate", 1.0f), rate) == "value 1 is out of range: must be [0, 1)");
+  CHECK(AttrValueProblem(MakeAttr("rate", 0.99f), rate).empty());
+  CHECK(AttrValueProblem(MakeAttr("count", 4), count) == "value 4 is out of range: must be < 4");
+  CHECK(AttrValueProblem(MakeAttr("count", 3), count).empty());
 }
 
 }  // namespace

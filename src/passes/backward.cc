@@ -13,7 +13,10 @@
 // op is validated and shape-inferred; each trainable parameter's gradient is recorded in
 // param_grads, and the op that finally writes it carries op_role_var [param, param@GRAD], as in
 // PaddlePaddle. A non-scalar loss is first reduced with `mean`.
-// An op on the path that runs a sub-block is an error (not supported yet).
+// A `while` (`conditional_block`) op on the path gets a while_grad (conditional_block_grad) whose
+// sub-block, made here, holds the gradient ops of the body (see src/ops/control/control_kernels.h for
+// how they run over the forward's scopes); the body's parameters are the global block's.
+#include <functional>
 #include <map>
 #include <set>
 
@@ -165,6 +168,15 @@ class BackwardPass final : public Pass {
     }
     for (auto it = path.rbegin(); it != path.rend(); ++it) {
       const pb::OpDesc& fwd = block.desc().ops(*it);
+      if (fwd.type() == "while" || fwd.type() == "conditional_block") {
+        Status st = AppendSubBlockGrad(module, block, fwd, needs_grad, trainable, grad_ops, ctx);
+        if (!st.ok()) {
+          Error e = std::move(st).TakeError();
+          if (e.location().op < 0) e.At(block.op(*it).Location());
+          return e;
+        }
+        continue;
+      }
       const ops::OpInfo* info = ctx.registry.Find(fwd.type());
       std::unordered_set<std::string> no_grad;
       for (const auto& s : fwd.inputs())
@@ -184,7 +196,7 @@ class BackwardPass final : public Pass {
     }
 
     RenameRepeatedGradients(grad_ops, block.idx());
-    FillMissingGradients(grad_ops);
+    FillMissingGradients(grad_ops, {});
     std::vector<std::string> params;
     for (const auto& p : trainable)
       if (needs_grad(p)) params.push_back(p);
@@ -218,11 +230,18 @@ class BackwardPass final : public Pass {
   /// Gives every write of a gradient written more than once its own name and inserts a `sum` of the
   /// partials before the first op that reads the gradient (or at the end).
   static void RenameRepeatedGradients(std::vector<pb::OpDesc>& ops, int block_idx) {
+    // An op updating a gradient in place (while_grad's loop-carried ones) is not a separate writer:
+    // it reads the sum so far and leaves the gradient of what came before it.
+    auto in_place = [](const pb::OpDesc& op, const std::string& a) {
+      for (const auto& s : op.inputs())
+        if (std::find(s.arguments().begin(), s.arguments().end(), a) != s.arguments().end()) return true;
+      return false;
+    };
     std::map<std::string, int> writers;
     for (const auto& op : ops)
       for (const auto& s : op.outputs())
         for (const auto& a : s.arguments())
-          if (a != ir::kEmptyVarName) ++writers[a];
+          if (a != ir::kEmptyVarName && !in_place(op, a)) ++writers[a];
     std::map<std::string, int> counter;
     std::map<std::string, std::vector<std::string>> partials;
     std::vector<pb::OpDesc> out;
@@ -242,7 +261,7 @@ class BackwardPass final : public Pass {
           if (partials.count(a) && static_cast<int>(partials[a].size()) == writers[a]) flush(a);
       for (auto& s : *op.mutable_outputs())
         for (auto& a : *s.mutable_arguments()) {
-          if (a == ir::kEmptyVarName || writers[a] < 2) continue;
+          if (a == ir::kEmptyVarName || writers[a] < 2 || in_place(op, a)) continue;
           std::string renamed = fmt::format("{}@RENAME@block{}@{}", a, block_idx, counter[a]++);
           partials[a].push_back(renamed);
           a = renamed;
@@ -280,9 +299,10 @@ class BackwardPass final : public Pass {
     }
   }
 
-  /// A grad op that reads the gradient of a forward output no other grad op produced gets zeros.
-  static void FillMissingGradients(std::vector<pb::OpDesc>& ops) {
-    std::set<std::string> produced;
+  /// A grad op that reads the gradient of a forward output no other grad op produced (nor `given`,
+  /// gradients arriving from outside) gets zeros.
+  static void FillMissingGradients(std::vector<pb::OpDesc>& ops, std::set<std::string> given) {
+    std::set<std::string> produced = std::move(given);
     std::vector<pb::OpDesc> out;
     for (auto& op : ops) {
       for (const auto& s : op.inputs())
@@ -301,6 +321,175 @@ class BackwardPass final : public Pass {
       out.push_back(std::move(op));
     }
     ops = std::move(out);
+  }
+
+  /// The while_grad of a `while` op (conditional_block_grad of a `conditional_block`), and its gradient
+  /// block: the grad ops of the body ops through which the differentiable X (Input) reach Out, last
+  /// first. The block is nested in the op's block (as the checker requires) and declares the body's
+  /// variables again, for its ops' checks; at run time they resolve to the forward scopes' values.
+  /// Every X@GRAD asked for is written (zeros where the body does not read X); the gradients of Out
+  /// arrive from the grad op.
+  static Status AppendSubBlockGrad(ir::Module& module, ir::Block& block, const pb::OpDesc& fwd,
+                                const std::function<bool(const std::string&)>& needs_grad,
+                                const std::set<std::string>& trainable, std::vector<pb::OpDesc>& grad_ops,
+                                PassContext& ctx) {
+    int sub = -1;
+    bool is_test = false;
+    for (const auto& a : fwd.attrs()) {
+      if (a.name() == "sub_block") sub = a.block_idx();
+      if (a.name() == "is_test") is_test = a.b();
+    }
+    auto args = [](const auto& slots, std::string_view name) {
+      std::vector<std::string> out;
+      for (const auto& s : slots)
+        if (s.parameter() == name) out.assign(s.arguments().begin(), s.arguments().end());
+      return out;
+    };
+    const bool loop = fwd.type() == "while";
+    const std::string x_slot = loop ? "X" : "Input", scope_slot = loop ? "StepScopes" : "Scope";
+    std::vector<std::string> xs = args(fwd.inputs(), x_slot), outs = args(fwd.outputs(), "Out"),
+                             steps = args(fwd.outputs(), scope_slot);
+    if (loop && is_test)
+      return MakeError(ErrorCode::kInvalidArgument, "a while op with is_test keeps no step scopes: it has no gradient");
+    if (steps.empty())
+      return MakeError(ErrorCode::kInvalidArgument, "the {} op has no {} output, which its gradient reads", fwd.type(),
+                       scope_slot)
+          .Note(fmt::format("declare a STEP_SCOPES variable and bind it to {}", scope_slot));
+    ir::Program& program = module.main();
+    if (sub < 0 || sub >= program.num_blocks())
+      return MakeError(ErrorCode::kValidation, "the {} op's sub_block {} does not exist", fwd.type(), sub);
+    ir::Block& body = program.block(sub);
+    auto differentiable = [&](const std::string& v) {
+      const pb::VarDesc* d = body.FindVar(v);
+      return d != nullptr && !d->stop_gradient() && ir::IsTensorVar(*d) && IsFloating(ir::VarDType(*d));
+    };
+    auto diff_inputs = [&](const pb::OpDesc& op) {
+      std::vector<std::string> out;
+      const ops::OpInfo* info = ctx.registry.Find(op.type());
+      if (info == nullptr || info->no_gradient()) return out;
+      const auto& ng = info->no_grad_inputs();
+      for (const auto& s : op.inputs()) {
+        int idx = info->InputIndex(s.parameter());
+        if (idx < 0 || std::find(ng.begin(), ng.end(), idx) != ng.end()) continue;
+        for (const auto& a : s.arguments())
+          if (differentiable(a)) out.push_back(a);
+      }
+      return out;
+    };
+    // Activity: from the X that need a gradient and the parameters, through the body (twice: what
+    // one step makes active, the next reads).
+    std::set<std::string> active(trainable.begin(), trainable.end());
+    for (const auto& x : xs)
+      if (needs_grad(x)) active.insert(x);
+    for (int pass = 0; pass < 2; ++pass)
+      for (const auto& op : body.desc().ops()) {
+        bool any = false;
+        for (const auto& v : diff_inputs(op)) any |= active.count(v) > 0;
+        if (any)
+          for (const auto& s : op.outputs()) active.insert(s.arguments().begin(), s.arguments().end());
+      }
+    std::set<std::string> wanted;
+    for (const auto& o : outs)
+      if (needs_grad(o) && differentiable(o)) wanted.insert(o);
+    std::vector<int> path;
+    for (int pass = 0; pass < 2; ++pass) {
+      path.clear();
+      for (int i = body.num_ops() - 1; i >= 0; --i) {
+        const pb::OpDesc& op = body.desc().ops(i);
+        bool feeds = false;
+        for (const auto& s : op.outputs())
+          for (const auto& a : s.arguments()) feeds |= wanted.count(a) > 0;
+        if (!feeds) continue;
+        bool on_path = false;
+        for (const auto& v : diff_inputs(op))
+          if (active.count(v)) {
+            wanted.insert(v);
+            on_path = true;
+          }
+        if (on_path) path.insert(path.begin(), i);
+      }
+    }
+    auto body_needs = [&](const std::string& v) { return differentiable(v) && active.count(v) && wanted.count(v); };
+
+    std::vector<pb::OpDesc> ops;
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      const pb::OpDesc& op = body.desc().ops(*it);
+      if (op.type() == "while" || op.type() == "conditional_block")
+        return MakeError(ErrorCode::kUnimplemented, "backward through a {} nested in a {} is not supported yet",
+                         op.type(), fwd.type());
+      std::unordered_set<std::string> no_grad;
+      for (const auto& s : op.inputs())
+        for (const auto& a : s.arguments())
+          if (!body_needs(a)) no_grad.insert(a);
+      ops::GradMakerContext gctx(op, no_grad, ctx.registry);
+      Status st = ctx.registry.Find(op.type())->grad_maker()(gctx);
+      if (!st.ok()) {
+        Error e = std::move(st).TakeError();
+        e.At(body.op(*it).Location());
+        return e;
+      }
+      for (auto& g : gctx.emitted()) {
+        SetRole(&g, kRoleBackward);
+        ops.push_back(std::move(g));
+      }
+    }
+    ir::Block& grad_block = program.AppendBlock(block.idx());
+    RenameRepeatedGradients(ops, grad_block.idx());
+    std::set<std::string> given;
+    for (const auto& o : outs)
+      if (differentiable(o)) given.insert(ir::GradVarName(o));
+    FillMissingGradients(ops, given);
+    std::set<std::string> written;
+    for (const auto& op : ops)
+      for (const auto& s : op.outputs()) written.insert(s.arguments().begin(), s.arguments().end());
+    std::vector<std::string> x_grads;
+    for (const auto& x : xs) {
+      bool want = needs_grad(x) && differentiable(x);
+      x_grads.push_back(want ? ir::GradVarName(x) : std::string(ir::kEmptyVarName));
+      if (!want || written.count(x_grads.back())) continue;
+      pb::OpDesc zeros;
+      zeros.set_type("fill_zeros_like");
+      ops::AddInput(zeros, "X", {x});
+      ops::AddOutput(zeros, "Out", {x_grads.back()});
+      SetRole(&zeros, kRoleBackward);
+      ops.push_back(std::move(zeros));
+    }
+
+    // The gradients crossing the loop are the op block's variables; the body's are declared again here.
+    for (const auto& g : x_grads) DeclareGradVar(block, g);
+    for (const auto& o : given) DeclareGradVar(block, o);
+    for (const auto& v : body.desc().vars())
+      if (grad_block.FindVar(v.name()) == nullptr) *grad_block.AddVar(v.name()) = v;
+    for (auto& g : ops) {
+      *grad_block.AppendOp() = std::move(g);
+      ir::Op op = grad_block.op(grad_block.num_ops() - 1);
+      for (const auto& s : op.desc().outputs())
+        for (const auto& a : s.arguments()) DeclareGradVar(grad_block, a);
+      std::vector<Error> errors;
+      ops::CheckOp(op, ctx.registry, {}, errors);
+      PC_RETURN_IF_ERROR(ops::ToStatus(std::move(errors)));
+      PC_RETURN_IF_ERROR(ops::InferShapeAtCompileTime(op, ctx.registry));
+    }
+
+    pb::OpDesc grad;
+    grad.set_type(fwd.type() + "_grad");
+    if (!loop) ops::AddInput(grad, "Cond", args(fwd.inputs(), "Cond"));
+    ops::AddInput(grad, x_slot, xs);
+    ops::AddInput(grad, "Out", outs);
+    std::vector<std::string> out_grads;
+    for (const auto& o : outs)
+      out_grads.push_back(differentiable(o) ? ir::GradVarName(o) : std::string(ir::kEmptyVarName));
+    ops::AddInput(grad, "Out@GRAD", out_grads);
+    ops::AddInput(grad, scope_slot, steps);
+    ops::AddOutput(grad, x_slot + "@GRAD", x_grads);
+    for (const auto& a : fwd.attrs()) {
+      auto* copy = grad.add_attrs();
+      *copy = a;
+      if (a.name() == "sub_block") copy->set_block_idx(grad_block.idx());
+    }
+    SetRole(&grad, kRoleBackward);
+    grad_ops.push_back(std::move(grad));
+    return Status::OK();
   }
 
   /// Declares a gradient variable like its forward variable (shape inference refines it).

@@ -29,18 +29,52 @@ namespace {
 
 using runtime::Tensor;
 
-/// A root scope, shared by Python objects and the plans built over it.
+/// A scope shared by Python objects and the plans built over it: a root, or a kid made by new_scope()
+/// whose lookups continue in its parent (which it keeps alive).
 struct ScopeHolder {
+  ScopeHolder() = default;
+  explicit ScopeHolder(std::shared_ptr<ScopeHolder> p) : parent(std::move(p)), scope(&parent->scope) {}
+
   // The GPU executors whose memory holds some of the tensors; declared first, so they outlive them.
   std::vector<std::shared_ptr<exec::Executor>> devices;
+  std::shared_ptr<ScopeHolder> parent;
   runtime::Scope scope;
   std::shared_ptr<runtime::Allocator> host_alloc = runtime::CpuCachingAllocator::Create();
+  std::vector<std::weak_ptr<ScopeHolder>> kids;
+  bool dropped = false;  // by the parent's drop_kids(): its tensors are freed and it refuses use
 
   runtime::DeviceContext& DeviceOf(const Place& place, const std::string& name) const {
-    for (const auto& d : devices)
-      if (d->place() == place) return d->device();
+    for (const ScopeHolder* h = this; h != nullptr; h = h->parent.get())
+      for (const auto& d : h->devices)
+        if (d->place() == place) return d->device();
     throw PaddlecException(MakeError(ErrorCode::kInternal, "'{}' lives on {}, which no executor of this scope runs on",
                                      name, place.ToString()));
+  }
+  /// A plan over this scope may write into its ancestors (parameters found there) on `e`'s device.
+  void AddDevice(const std::shared_ptr<exec::Executor>& e) {
+    for (ScopeHolder* h = this; h != nullptr; h = h->parent.get())
+      if (std::find(h->devices.begin(), h->devices.end(), e) == h->devices.end()) h->devices.push_back(e);
+  }
+  void CheckUsable() const {
+    if (dropped)
+      throw PaddlecException(
+          MakeError(ErrorCode::kInvalidArgument, "this scope was dropped by its parent's drop_kids() and holds nothing")
+              .Note("make a new one with new_scope()"));
+  }
+  /// drop_kids(): frees every kid's tensors (and their kids') and marks them unusable. Variables stay
+  /// (plans cached by executors still point at them) but hold nothing.
+  void DropKids() {
+    for (auto& w : kids)
+      if (auto kid = w.lock()) {
+        kid->DropKids();
+        for (const auto& n : kid->scope.LocalNames()) {
+          runtime::Variable* v = kid->scope.FindLocal(n);
+          v->tensor() = Tensor();
+          v->list().clear();
+        }
+        kid->dropped = true;
+      }
+    kids.clear();
   }
 };
 using ScopePtr = std::shared_ptr<ScopeHolder>;
@@ -252,9 +286,10 @@ class PyExecutor {
 
   py::list Run(const StatePtr& program, int block_idx, const ScopePtr& scope, const py::dict& feeds,
                const std::vector<std::string>& fetches, uint64_t seed, bool zero_copy, const py::dict& lods,
-               bool return_lod) {
-    Entry& e = Prepare(program, block_idx, scope, seed);
-    runtime::Scope& s = *e.local.child;
+               bool return_lod, int op_begin, int op_end) {
+    scope->CheckUsable();
+    Entry& e = Prepare(program, block_idx, scope, seed, op_begin, op_end);
+    runtime::Scope& s = *e.local->child;
     auto& device = exec_->device();
     BringInputsHere(e, *scope);
     for (auto [k, v] : feeds) {
@@ -310,11 +345,14 @@ class PyExecutor {
   size_t cached_plans() const { return cache_.size(); }
   void ClearCache() {
     cache_.clear();
+    locals_.clear();
     lru_.clear();
   }
 
  private:
-  using Key = std::tuple<const ProgramState*, int, const ScopeHolder*>;
+  // (program, block, scope, first op, end op): plans of op ranges of one block are cached apart.
+  using Key = std::tuple<const ProgramState*, int, const ScopeHolder*, int, int>;
+  using LocalKey = std::tuple<const ProgramState*, int, const ScopeHolder*>;
 
   /// The child of the caller's scope holding one plan's temporaries. Programs sharing a scope share
   /// its persistable variables (parameters) but never each other's intermediates, which a plan sizes
@@ -338,7 +376,9 @@ class PyExecutor {
   struct Entry {
     StatePtr state;
     std::shared_ptr<ir::Program> program;  // the one the plan points into
-    LocalScope local;                      // declared before the plan: destroyed after it
+    // Declared before the plan: destroyed after it. Shared by the plans of every op range of the
+    // block over the scope, so a later range reads what an earlier one wrote (Network.run(from, to)).
+    std::shared_ptr<LocalScope> local;
     uint64_t version = 0, seed = 0;
     bool ready = false;
     std::unique_ptr<exec::Plan> plan;
@@ -352,12 +392,18 @@ class PyExecutor {
   /// executor's device, which then holds part of the scope.
   void BringInputsHere(const Entry& e, ScopeHolder& scope);
 
-  Entry& Prepare(const StatePtr& program, int block_idx, const ScopePtr& scope, uint64_t seed) {
-    Key key{program.get(), block_idx, scope.get()};
+  Entry& Prepare(const StatePtr& program, int block_idx, const ScopePtr& scope, uint64_t seed, int op_begin,
+                 int op_end) {
+    Key key{program.get(), block_idx, scope.get(), op_begin, op_end};
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       it = cache_.emplace(key, Entry{}).first;
-      it->second.local = LocalScope(scope);
+      std::weak_ptr<LocalScope>& shared = locals_[LocalKey{program.get(), block_idx, scope.get()}];
+      it->second.local = shared.lock();
+      if (!it->second.local) {
+        it->second.local = std::make_shared<LocalScope>(scope);
+        shared = it->second.local;
+      }
     }
     lru_.remove(key);
     lru_.push_front(key);
@@ -365,19 +411,22 @@ class PyExecutor {
       cache_.erase(lru_.back());
       lru_.pop_back();
     }
+    std::erase_if(locals_, [](const auto& kv) { return kv.second.expired(); });
     Entry& e = it->second;
     if (e.ready && e.version == program->version() && e.seed == seed) return e;
 
     e.ready = false;
     e.plan.reset();  // before anything else points into the local scope
     ir::Block& block = program->block(block_idx);
-    // Persistable variables live in the caller's scope, where every program run on it finds them.
+    // Persistable variables live in the caller's scope (or an ancestor of it, for a kid made by
+    // new_scope()), where every program run on it finds them.
     for (const ir::Block* b = &block; b != nullptr; b = b->parent())
       for (const auto& v : b->desc().vars())
-        if (v.persistable() && scope->scope.FindLocal(v.name()) == nullptr) scope->scope.Var(v.name());
+        if (v.persistable() && scope->scope.Find(v.name()) == nullptr) scope->scope.Var(v.name());
     e.state = program;
     e.program = program->shared_program();
-    e.plan = ValueOrThrow(exec_->Prepare(block, *e.local.child, {.seed = seed}));
+    e.plan =
+        ValueOrThrow(exec_->Prepare(block, *e.local->child, {.op_begin = op_begin, .op_end = op_end, .seed = seed}));
     e.version = program->version();
     e.seed = seed;
     e.written.clear();
@@ -400,13 +449,14 @@ class PyExecutor {
 
   std::shared_ptr<exec::Executor> exec_;
   std::map<Key, Entry> cache_;
+  std::map<LocalKey, std::weak_ptr<LocalScope>> locals_;
   std::list<Key> lru_;
 };
 
 void PyExecutor::BringInputsHere(const Entry& e, ScopeHolder& scope) {
   const Place here = exec_->place();
   for (const auto& name : e.read) {
-    runtime::Variable* v = e.local.child->Find(name);
+    runtime::Variable* v = e.local->child->Find(name);
     if (v == nullptr || !v->tensor().initialized() || v->tensor().place() == here) continue;
     Tensor host;
     if (v->tensor().place().is_cpu()) {
@@ -423,38 +473,70 @@ void PyExecutor::BringInputsHere(const Entry& e, ScopeHolder& scope) {
     }
   }
   // Plans' outputs and persistable state are allocated here from now on, whether or not inputs moved.
-  if (!here.is_cpu() && std::find(scope.devices.begin(), scope.devices.end(), exec_) == scope.devices.end())
-    scope.devices.push_back(exec_);
+  if (!here.is_cpu()) scope.AddDevice(exec_);
 }
 
 }  // namespace
 
 void RegisterRuntime(py::module_& m) {
-  py::class_<ScopeHolder, ScopePtr>(m, "Scope", "Named variables holding tensors, shared by the programs run on it.")
+  py::class_<ScopeHolder, ScopePtr>(m, "Scope",
+                                    "Named variables holding tensors, shared by the programs run on it; lookups "
+                                    "continue in the parent scope of a scope made by new_scope().")
       .def(py::init<>())
       .def(
-          "var_names", [](const ScopeHolder& s) { return s.scope.LocalNames(); }, "Names of the variables, sorted.")
+          "new_scope",
+          [](const ScopePtr& s) {
+            s->CheckUsable();
+            auto kid = std::make_shared<ScopeHolder>(s);
+            s->kids.push_back(kid);
+            return kid;
+          },
+          "A child scope: it finds the variables of this one (and its ancestors) and keeps its own apart.")
+      .def("drop_kids", &ScopeHolder::DropKids, "Frees the scopes made by new_scope() (and theirs).")
+      .def_property_readonly("parent", [](const ScopeHolder& s) { return s.parent; })
+      .def_property_readonly("dropped", [](const ScopeHolder& s) { return s.dropped; })
+      .def(
+          "var_names",
+          [](const ScopeHolder& s) {
+            s.CheckUsable();
+            return s.scope.LocalNames();
+          },
+          "Names of the variables of this scope (not of its parents), sorted.")
       .def(
           "has_value",
           [](const ScopeHolder& s, const std::string& n) {
-            runtime::Variable* v = s.scope.Find(n);
+            runtime::Variable* v = s.dropped ? nullptr : s.scope.Find(n);
             return v != nullptr && v->tensor().initialized();
           },
           py::arg("name"))
       .def(
-          "get", [](const ScopeHolder& s, const std::string& n) { return ScopeValueToArray(s, ValueOf(s.scope, n), n); },
-          py::arg("name"), "A copy of the variable's tensor as a NumPy array.")
+          "has_local_value",
+          [](const ScopeHolder& s, const std::string& n) {
+            runtime::Variable* v = s.dropped ? nullptr : s.scope.FindLocal(n);
+            return v != nullptr && v->tensor().initialized();
+          },
+          py::arg("name"))
+      .def(
+          "get",
+          [](const ScopeHolder& s, const std::string& n) {
+            s.CheckUsable();
+            return ScopeValueToArray(s, ValueOf(s.scope, n), n);
+          },
+          py::arg("name"), "A copy of the variable's tensor (found here or in a parent) as a NumPy array.")
       .def(
           "set",
-          [](ScopeHolder& s, const std::string& n, py::handle a) {
-            runtime::Variable* v = s.scope.Find(n);
+          [](ScopeHolder& s, const std::string& n, py::handle a, bool local) {
+            s.CheckUsable();
+            runtime::Variable* v = local ? s.scope.FindLocal(n) : s.scope.Find(n);
             Tensor& t = v ? v->tensor() : s.scope.Var(n).tensor();
             CopyArray(a, n, t, *s.host_alloc);
           },
-          py::arg("name"), py::arg("array"), "Copies an array into the variable (created if missing).")
+          py::arg("name"), py::arg("array"), py::arg("local") = false,
+          "Copies an array into the variable (found here or in a parent unless `local`; created here if missing).")
       .def(
           "shape",
           [](const ScopeHolder& s, const std::string& n) {
+            s.CheckUsable();
             const Dims& d = ValueOf(s.scope, n).dims();
             return std::vector<int64_t>(d.begin(), d.end());
           },
@@ -462,6 +544,7 @@ void RegisterRuntime(py::module_& m) {
       .def(
           "dtype",
           [](const ScopeHolder& s, const std::string& n) {
+            s.CheckUsable();
             return std::string(DTypeName(ValueOf(s.scope, n).dtype()));
           },
           py::arg("name"))
@@ -474,10 +557,10 @@ void RegisterRuntime(py::module_& m) {
       .def_property_readonly("place", &PyExecutor::place)
       .def("run", &PyExecutor::Run, py::arg("program"), py::arg("block"), py::arg("scope"), py::arg("feeds"),
            py::arg("fetches"), py::arg("seed") = 0, py::arg("zero_copy") = true, py::arg("lods") = py::dict(),
-           py::arg("return_lod") = false,
+           py::arg("return_lod") = false, py::arg("op_begin") = 0, py::arg("op_end") = -1,
            "Feeds arrays (dict name -> C-contiguous ndarray of a supported dtype; `lods` maps names to LoD "
-           "offsets), runs the block once and returns copies of the fetched variables ((array, lod) pairs "
-           "with return_lod).")
+           "offsets), runs the block's ops [op_begin, op_end) once (op_end -1: to the end) and returns copies "
+           "of the fetched variables ((array, lod) pairs with return_lod).")
       .def_property_readonly("cached_plans", &PyExecutor::cached_plans)
       .def("clear_cache", &PyExecutor::ClearCache);
 

@@ -184,6 +184,11 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   c->add_option("--params", o.params, "Load parameters from this file (PaddlePaddle combined format)");
   c->add_option("--save-params", o.save_params, "Write the parameters to this file after the run");
   c->add_option("--op-range", o.op_range, "Run only main-program ops [FROM, TO), e.g. 0:5");
+  c->add_option("--scope-in", o.scope_in,
+                "FILE.npz: put its arrays in the scope before running (a --scope-out of an earlier --op-range)");
+  c->add_option("--scope-out", o.scope_out,
+                "FILE.npz: write every variable of the scope that holds a value after the run, so a later "
+                "--op-range can continue from it");
   c->add_flag("--inference", o.inference, "Compile the program for inference (as compile --inference) first");
   c->add_option("-O,--opt-level", o.opt_level, "Optimization level: 0 none, 1 fusions, 2 fusions and memory planning")
       ->check(CLI::Range(0, 2));

@@ -107,6 +107,8 @@ struct RunOptions {
   std::string params;                // load parameters from this file instead of the startup program
   std::string save_params;           // write the parameters here after the run
   std::string op_range;              // "FROM:TO" = run only main-program ops [FROM, TO)
+  std::string scope_in;   // FILE.npz: variables put in the scope before the run (an earlier range's)
+  std::string scope_out;  // FILE.npz: every variable holding a value after the run
   bool inference = false;            // compile an uncompiled program with kInferencePipeline
   int opt_level = -1;                // -O0/-O1/-O2 for an uncompiled program (CompileOptions::opt_level)
   int steps = 1;

@@ -107,6 +107,7 @@ class Plan {
   bool use_graph_ = false;
   std::unique_ptr<CapturedWork> graph_;
   std::unique_ptr<ops::SubBlockFactory> sub_blocks_;
+  std::unique_ptr<ops::ScopedSubBlockFactory> scoped_sub_blocks_;
   bool profile_ = false;
   int cpu_threads_ = 0;  // the CPU context's thread count, applied while Run runs; 0 off the CPU
   bool flush_denormals_ = true;

@@ -89,6 +89,10 @@ class SubBlockRunner {
   virtual Status Run() = 0;
 };
 using SubBlockFactory = std::function<StatusOr<std::unique_ptr<SubBlockRunner>>(int block_idx)>;
+/// Builds a runner of one sub-block over a scope the kernel chooses (a loop's per-step scopes, which
+/// its gradient revisits); the scope must outlive the runner.
+using ScopedSubBlockFactory =
+    std::function<StatusOr<std::unique_ptr<SubBlockRunner>>(int block_idx, runtime::Scope& scope)>;
 
 /// What a kernel factory sees of its op instance.
 struct KernelInit {
@@ -102,6 +106,10 @@ struct KernelInit {
   /// The number of steps run before this plan (a resumed training run): random kernels start their
   /// step counters here, so a resumed run draws exactly what an uninterrupted one would.
   uint64_t start_step = 0;
+  /// Control flow that keeps scopes of its own (while's step scopes): the plan's scope, under which
+  /// they are made, and runners over them (null outside a plan).
+  runtime::Scope* scope = nullptr;
+  const ScopedSubBlockFactory* scoped_sub_blocks = nullptr;
 };
 
 using KernelFactory = std::function<StatusOr<std::unique_ptr<OpKernel>>(const KernelInit&)>;

@@ -28,6 +28,11 @@ void CheckOp(ir::Op op, const OpRegistry& registry, const CheckOptions& options,
 /// be [0, 3]". Empty when nothing is. The Python front end checks attributes through this too.
 std::string AttrValueProblem(const ir::pb::OpDesc::Attr& a, const ir::pb::OpProto::Attr& spec);
 
+/// The numeric bounds of a declaration in words, with `number` formatting each bound: "[0, 1)",
+/// "(0, 1]" for both bounds, "> 0", ">= 0", "< 1", "<= 1" for one; empty when unbounded. The
+/// checker, the op reference and the generated Python docs all describe bounds with it.
+std::string AttrBoundsText(const ir::pb::OpProto::Attr& spec, std::string (*number)(double));
+
 /// Checks variable declarations of a block: unique names, tensor element types, dims.
 void CheckVars(ir::Block& block, std::vector<Error>& errors);
 

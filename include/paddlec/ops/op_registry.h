@@ -145,6 +145,9 @@ class OpBuilder {
   OpBuilder& Min(double v);
   OpBuilder& Max(double v);
   OpBuilder& Range(double lo, double hi) { return Min(lo).Max(hi); }
+  /// Exclusive bounds (PaddlePaddle's GreaterThan / LessThan): the value must differ from `v`.
+  OpBuilder& GreaterThan(double v);
+  OpBuilder& LessThan(double v);
   OpBuilder& AllowedValues(std::vector<std::string> values);
   OpBuilder& AllowedInts(std::vector<int64_t> values);
   OpBuilder& NonEmpty();

@@ -14,23 +14,32 @@
 
 namespace paddlec::runtime {
 
+class Scope;
+
 /// A named slot in a scope: a tensor, or a list of tensors for PaddlePaddle's feed/fetch holders
-/// (FEED_MINIBATCH / FETCH_LIST variables, indexed by the feed and fetch ops' `col`).
+/// (FEED_MINIBATCH / FETCH_LIST variables, indexed by the feed and fetch ops' `col`), or the scopes
+/// of a loop's steps (STEP_SCOPES variables: `while` writes them, `while_grad` walks them back).
 class Variable {
  public:
   Tensor& tensor() { return tensor_; }
   const Tensor& tensor() const { return tensor_; }
   std::vector<Tensor>& list() { return list_; }
   const std::vector<Tensor>& list() const { return list_; }
+  std::vector<Scope*>& step_scopes() { return step_scopes_; }
+  const std::vector<Scope*>& step_scopes() const { return step_scopes_; }
 
  private:
   Tensor tensor_;
   std::vector<Tensor> list_;
+  std::vector<Scope*> step_scopes_;  // owned by the scope that made them (their parent)
 };
 
 class Scope {
  public:
   Scope() = default;
+  /// A scope whose lookups continue in `parent` but which `parent` does not own (the Python front
+  /// end's Scope.new_scope(), whose lifetime Python decides); `parent` must outlive it.
+  explicit Scope(Scope* parent) : parent_(parent) {}
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 

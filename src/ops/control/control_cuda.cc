@@ -1,5 +1,5 @@
-// conditional_block on a GPU place. The sub-block runs through the runtime's SubBlockRunner (its ops
-// get their own GPU kernels); only the condition needs care here.
+// The control-flow ops on a GPU place. Sub-blocks run through the runtime's runners (their ops get
+// their own GPU kernels); only conditional_block's condition needs care here.
 //
 // With is_scalar_condition, Cond is one bool that a GPU op produced in device memory. Whether the
 // sub-block runs decides which kernels the host queues next, so the host must know the value: the op's
@@ -8,18 +8,18 @@
 // directly.) The tensor-list condition (every Cond non-empty) depends on shapes only: no copy.
 // Built into libpaddlec_cuda.so only.
 #include "common/cuda_host.h"
+#include "control/control_kernels.h"
 
 namespace paddlec::ops {
 namespace {
 
 constexpr InSlot kCond{0, "Cond"};
+constexpr OutSlot kScope{1, "Scope"};
 
 class ConditionalBlockGpu final : public OpKernel {
  public:
   explicit ConditionalBlockGpu(const KernelInit& init)
-      : block_(init.attrs.Get<int>("sub_block")),
-        scalar_(init.attrs.Get<bool>("is_scalar_condition")),
-        factory_(init.sub_blocks) {}
+      : scalar_(init.attrs.Get<bool>("is_scalar_condition")), run_(init) {}
 
   // Reads its condition on the host to decide what to run.
   bool Replayable() const override { return false; }
@@ -46,27 +46,26 @@ class ConditionalBlockGpu final : public OpKernel {
       for (int i = 0; i < ctx.NumIn(kCond); ++i)
         if (const Tensor* c = ctx.InOpt(kCond, i); c == nullptr || c->numel() == 0) run = false;
     }
-    if (!run) return Status::OK();
-    if (!runner_) {
-      if (factory_ == nullptr)
-        return MakeError(ErrorCode::kInternal, "conditional_block needs the runtime's sub-block runner");
-      PC_ASSIGN_OR_RETURN(runner_, (*factory_)(block_));
-    }
-    return runner_->Run();
+    return run_.Run(ctx, run, kScope);
   }
 
  private:
-  int block_;
   bool scalar_;
-  const SubBlockFactory* factory_;
-  std::unique_ptr<SubBlockRunner> runner_;
+  control::ConditionalBlockRun run_;
 };
 
 }  // namespace
 
 Status RegisterControlCudaKernels(OpRegistry& r) {
-  // The op's kernel dtype is fixed to float32 (control.cc): one kernel serves every Cond dtype.
-  return r.AddKernel("conditional_block", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<ConditionalBlockGpu>());
+  // The ops' kernel dtype is fixed to float32 (control.cc): one kernel serves every Cond dtype. The
+  // gradients and while run their blocks as plans on this device; their kernels are place-independent
+  // (control/control_kernels.h).
+  PC_RETURN_IF_ERROR(
+      r.AddKernel("conditional_block", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<ConditionalBlockGpu>()));
+  PC_RETURN_IF_ERROR(r.AddKernel("conditional_block_grad", DeviceType::kCUDA, DType::kFloat32,
+                                 MakeKernelClass<control::ConditionalBlockGradKernel>()));
+  PC_RETURN_IF_ERROR(r.AddKernel("while", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<control::WhileKernel>()));
+  return r.AddKernel("while_grad", DeviceType::kCUDA, DType::kFloat32, MakeKernelClass<control::WhileGradKernel>());
 }
 
 }  // namespace paddlec::ops

@@ -54,8 +54,8 @@ class SlotSpec:
 class AttrSpec:
     """An attribute of an op: type, default, checks."""
 
-    __slots__ = ("name", "type", "comment", "has_default", "default", "min", "max", "allowed",
-                 "non_empty", "extra", "py_name")
+    __slots__ = ("name", "type", "comment", "has_default", "default", "min", "max", "min_exclusive",
+                 "max_exclusive", "allowed", "non_empty", "extra", "py_name")
 
     def __init__(self, d, py_name=None):
         self.name = d["name"]
@@ -65,6 +65,9 @@ class AttrSpec:
         self.default = decode_attr_value(d["default_value"]) if self.has_default else None
         self.min = float(d["min"]) if "min" in d else None
         self.max = float(d["max"]) if "max" in d else None
+        # GreaterThan / LessThan: the bound itself is out of range.
+        self.min_exclusive = bool(d.get("min_exclusive", False))
+        self.max_exclusive = bool(d.get("max_exclusive", False))
         if d.get("allowed_strings"):
             self.allowed = tuple(d["allowed_strings"])
         elif d.get("allowed_ints"):

@@ -154,13 +154,39 @@ class _ScopeVar:
 
 
 class Scope:
-    """Named tensors shared by the programs run on it: parameters live here between runs."""
+    """Named tensors shared by the programs run on it: parameters live here between runs.
 
-    def __init__(self):
-        self._core = _core.Scope()
+    Scopes nest as in PaddlePaddle's design: ``new_scope()`` makes a kid whose lookups continue in
+    its parent, so a program run on the kid reads the parent's parameters and keeps its own
+    temporaries (and any variable set on the kid) apart; ``drop_kids()`` frees the kids."""
+
+    def __init__(self, parent=None):
+        if parent is not None and not isinstance(parent, Scope):
+            raise TypeError("Scope(parent): parent must be a paddlec.Scope, got %s" % type(parent).__name__)
+        self._core = _core.Scope() if parent is None else parent._core.new_scope()
+        self._parent = parent
+
+    def new_scope(self):
+        """A child scope of this one (PaddlePaddle's ``scope.new_scope()``)."""
+        return Scope(self)
+
+    @property
+    def parent(self):
+        """The scope this one was made from with new_scope(), or None."""
+        return self._parent
+
+    def drop_kids(self):
+        """Frees every scope made from this one by new_scope() (and theirs); using one afterwards
+        raises InvalidArgumentError."""
+        self._core.drop_kids()
 
     def var_names(self):
+        """Names of this scope's own variables (not its parent's), sorted."""
         return self._core.var_names()
+
+    def has_local_value(self, name):
+        """Whether this scope itself (not a parent) holds a value for ``name``."""
+        return self._core.has_local_value(_name_of(name))
 
     def has_value(self, name):
         return self._core.has_value(_name_of(name))
@@ -169,9 +195,10 @@ class Scope:
         """A copy of the variable's value as a NumPy array."""
         return self._core.get(_name_of(name))
 
-    def set(self, name, array):
-        """Copies ``array`` into the variable (created when missing)."""
-        self._core.set(_name_of(name), np.ascontiguousarray(array))
+    def set(self, name, array, local=False):
+        """Copies ``array`` into the variable, found here or in a parent unless ``local`` (created
+        here when missing)."""
+        self._core.set(_name_of(name), np.ascontiguousarray(array), bool(local))
 
     def erase(self, name):
         return self._core.erase(_name_of(name))
@@ -251,7 +278,7 @@ class Executor:
         """Drops the cached plans (and the references they hold to programs and scopes)."""
         self._core.clear_cache()
 
-    def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True):
+    def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True, op_range=None):
         """Runs the global block of ``program`` (default: the default main program) once.
 
         ``feed`` maps variables (or their names) to arrays, checked against the declared shapes
@@ -260,7 +287,11 @@ class Executor:
         values are returned as new NumPy arrays, in order. Running a startup program first gives
         every parameter of the programs it serves an initializer. Variables that are not
         persistable live in a scope of the program's own under ``scope`` (as in PaddlePaddle):
-        fetch them; persistable ones (parameters) are in ``scope`` itself."""
+        fetch them; persistable ones (parameters) are in ``scope`` itself.
+
+        ``op_range=(from, to)`` runs only the global block's ops [from, to) (``to`` None: to the
+        end), PaddlePaddle's ``Network.run(scope, from, to)``: ranges run one after another over
+        one scope see each other's results, so running (0, k) then (k, None) equals one full run."""
         if program is None:
             program = framework.default_main_program()
         if not isinstance(program, framework.Program):
@@ -285,9 +316,28 @@ class Executor:
                 raise errors.make(errors.NotFoundError, "cannot fetch %r: the program has no such variable" % name,
                                   var=name, notes=framework._hint(name, block.vars))
             fetches.append(name)
+        op_begin, op_end = self._op_range(block, op_range)
         out = self._core.run(program.desc, 0, scope._core, feeds, fetches, int(program.random_seed), True, lods,
-                             not return_numpy)
+                             not return_numpy, op_begin, op_end)
         return out if return_numpy else [LoDTensor(a, lod) for a, lod in out]
+
+    @staticmethod
+    def _op_range(block, op_range):
+        if op_range is None:
+            return 0, -1
+        num_ops = len(block.ops)
+        if not isinstance(op_range, (tuple, list)) or len(op_range) != 2:
+            raise TypeError("op_range must be a pair (from, to), got %r" % (op_range,))
+        begin = 0 if op_range[0] is None else op_range[0]
+        end = num_ops if op_range[1] is None else op_range[1]
+        for v in (begin, end):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError("op_range bounds must be ints or None, got %r" % (op_range,))
+        if not 0 <= begin <= end <= num_ops:
+            raise errors.make(errors.InvalidArgumentError,
+                              "op_range (%d, %d) is outside the block's ops: expected 0 <= from <= to <= %d"
+                              % (begin, end, num_ops))
+        return begin, end
 
     @staticmethod
     def _feed_array(block, name, value):

@@ -650,6 +650,16 @@ class Program:
         self.current_block_idx = b.idx
         return self.blocks[-1]
 
+    @contextlib.contextmanager
+    def block_guard(self):
+        """Opens a block nested in the current one and makes it current inside the ``with`` (the
+        body of a loop or a branch: control-flow layers bind it to the op that runs it)."""
+        block = self._create_block()
+        try:
+            yield block
+        finally:
+            self._rollback()
+
     def _rollback(self):
         """Makes the current block's parent current again."""
         self.current_block_idx = self.current_block().parent_idx

@@ -442,3 +442,8 @@ def _core_dtype(name):
     """The VarType number of a dtype name (PaddlePaddle's enum)."""
     return {"bool": 0, "int16": 1, "int32": 2, "int64": 3, "float16": 4, "float32": 5, "float64": 6,
             "uint8": 20, "int8": 21}[name]
+
+
+from paddlec.control_flow import While, cond, fill_constant  # noqa: E402  (control flow over sub-blocks)
+
+__all__ += ["While", "cond", "fill_constant"]

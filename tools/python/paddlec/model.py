@@ -26,10 +26,44 @@ from paddlec.backward import append_backward
 from paddlec.executor import Executor, Scope
 from paddlec.optimizer import SGD
 
-__all__ = ["Model"]
+__all__ = ["Model", "Network"]
 
 _ACTIVATIONS = {None: None, "linear": None, "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh",
                 "softmax": "softmax"}
+
+
+class Network:
+    """The design's Network: the model's ops in order, each known by its index. ``add_op`` appends
+    one and returns its index; ``run(scope, begin, end)`` runs the ops [begin, end) only, so a
+    network may run in parts that continue in one scope."""
+
+    def __init__(self, model):
+        self._model = model
+
+    @property
+    def ops(self):
+        return self._model.program.global_block().ops
+
+    def __len__(self):
+        return len(self.ops)
+
+    def add_op(self, type, inputs=None, outputs=None, attrs=None):
+        """Appends an op (as Block.append_op: slots map to Variables or names; output names nothing
+        declared yet become variables) and returns its index in the network."""
+        with self._model._guard():
+            self._model.program.global_block().append_op(type, inputs=inputs, outputs=outputs, attrs=attrs)
+        return len(self) - 1
+
+    def run(self, scope=None, begin=0, end=None, feed=None, fetch_list=None):
+        """Runs the ops [begin, end) (end None: to the last) over ``scope`` (default: the model's),
+        fed with ``feed`` and the model's filled data; returns the values of ``fetch_list``."""
+        m = self._model
+        m._resolve()
+        gb = m.program.global_block()
+        data = {n: a for n, a in m._data.items() if gb.has_var(n)}
+        data.update(feed or {})
+        return m.executor.run(m.program, feed=data, fetch_list=list(fetch_list or []),
+                              scope=m.scope if scope is None else scope, op_range=(begin, end))
 
 
 class Model:
@@ -48,6 +82,7 @@ class Model:
         self._last = None
         self._loss = None
         self._initialized = False
+        self.network = Network(self)
 
     @contextlib.contextmanager
     def _guard(self):

@@ -4,7 +4,8 @@ from paddlec import errors, initializer, layers, ops
 from paddlec.v2 import activation, topology
 from paddlec.v2.data_type import InputType
 
-__all__ = ["data", "fc", "mse", "mse_cost", "square_error_cost", "classification_cost", "cross_entropy_cost"]
+__all__ = ["data", "fc", "join", "mse", "mse_cost", "square_error_cost", "classification_cost",
+           "cross_entropy_cost"]
 
 
 def data(name, type):
@@ -71,6 +72,17 @@ def fc(input, size, act=None, param_attr=None, bias_attr=None, name=None):
             out = ops.elementwise_add(x=out, y=b, out=out.block.create_var(name=out.name + ".biased"), axis=1)
         act_name = activation.name_of(act)
         return out if act_name is None else getattr(layers, act_name)(out)
+
+
+def join(input, name=None):
+    """Joins layers side by side: their outputs ([batch, d_i] each) concatenated along the last
+    (feature) axis into [batch, sum d_i], so one layer can read several."""
+    if not isinstance(input, (list, tuple)) or not input:
+        raise TypeError("join(): input must be a non-empty list of layers, got %r" % (input,))
+    for x in input:
+        topology.check_layer(x, "join(): input")
+    with topology.guard():
+        return layers.concat(list(input), axis=len(input[0].shape) - 1, name=name)
 
 
 def mse(input, label, name=None):
