@@ -10,7 +10,7 @@ Two kinds of cases, both run against the real binary:
      STDOUT: / STDERR:                    followed by the exact expected text, up to the next directive
      STDOUT-CONTAINS: / STDERR-CONTAINS:  text that must appear (repeatable)
      STDOUT-NOT: / STDERR-NOT:            text that must not appear (repeatable)
-     FILE-EXISTS: / FILE-MISSING: <path>  after the run
+     FILE-EXISTS: / FILE-MISSING: <path>  after the run (FILE-MISSING: '*' matches any name part)
      SAME-FILES: <path> <path>            the two files are byte-identical after the run
      ENV: NAME=VALUE                      set for the run
    Lines starting with '#' before RUN are comments.
@@ -21,6 +21,7 @@ Two kinds of cases, both run against the real binary:
 """
 import argparse
 import difflib
+import glob
 import os
 import pathlib
 import shlex
@@ -123,7 +124,7 @@ def run_cases(paddlec, root, path, shared):
                 if not os.path.exists(x(p)):
                     problems.append(f"file {p} missing")
             for p in case["missing"]:
-                if os.path.exists(x(p)):
+                if glob.glob(glob.escape(x(p)).replace(glob.escape("*"), "*")) if "*" in p else os.path.exists(x(p)):
                     problems.append(f"file {p} exists")
             for a, b in case["same"]:
                 try:

@@ -12,8 +12,11 @@ PACKAGES=(
   python3 python3-numpy python3-protobuf python3-venv python3-dev pybind11-dev
   dataset-fashion-mnist hyperfine
   graphviz
+  clang libclang-rt-14-dev libomp-14-dev
 )
 # graphviz: `dot` renders `paddlec compile --emit=dot` graphs (docs/images, tests).
+# clang, libclang-rt-14-dev (libFuzzer, the sanitizer runtimes) and libomp-14-dev (clang's -fopenmp):
+# the libFuzzer targets scripts/test.sh builds and runs (scripts/fuzz.sh, build-fuzz/).
 # scripts/check_setup_deps.py (run by scripts/test.sh) fails when the build uses a Debian package this
 # list does not bring in.
 

@@ -216,8 +216,8 @@ class PyExecutor {
   std::string place() const { return exec_->place().ToString(); }
 
   py::list Run(const StatePtr& program, int block_idx, const ScopePtr& scope, const py::dict& feeds,
-               const std::vector<std::string>& fetches, uint64_t seed, bool zero_copy) {
-    Entry& e = Prepare(program, block_idx, scope, seed);
+               const std::vector<std::string>& fetches, uint64_t seed, bool zero_copy, bool check_nan_inf) {
+    Entry& e = Prepare(program, block_idx, scope, seed, check_nan_inf);
     runtime::Scope& s = *e.local.child;
     auto& device = exec_->device();
     BringInputsHere(e, *scope);
@@ -298,6 +298,7 @@ class PyExecutor {
     std::shared_ptr<ir::Program> program;  // the one the plan points into
     LocalScope local;                      // declared before the plan: destroyed after it
     uint64_t version = 0, seed = 0;
+    bool check_nan_inf = false;
     bool ready = false;
     std::unique_ptr<exec::Plan> plan;
     std::set<std::string> written;      // every variable an op of the block writes
@@ -310,7 +311,7 @@ class PyExecutor {
   /// executor's device, which then holds part of the scope.
   void BringInputsHere(const Entry& e, ScopeHolder& scope);
 
-  Entry& Prepare(const StatePtr& program, int block_idx, const ScopePtr& scope, uint64_t seed) {
+  Entry& Prepare(const StatePtr& program, int block_idx, const ScopePtr& scope, uint64_t seed, bool check_nan_inf) {
     Key key{program.get(), block_idx, scope.get()};
     auto it = cache_.find(key);
     if (it == cache_.end()) {
@@ -324,7 +325,7 @@ class PyExecutor {
       lru_.pop_back();
     }
     Entry& e = it->second;
-    if (e.ready && e.version == program->version() && e.seed == seed) return e;
+    if (e.ready && e.version == program->version() && e.seed == seed && e.check_nan_inf == check_nan_inf) return e;
 
     e.ready = false;
     e.plan.reset();  // before anything else points into the local scope
@@ -335,9 +336,10 @@ class PyExecutor {
         if (v.persistable() && scope->scope.FindLocal(v.name()) == nullptr) scope->scope.Var(v.name());
     e.state = program;
     e.program = program->shared_program();
-    e.plan = ValueOrThrow(exec_->Prepare(block, *e.local.child, {.seed = seed}));
+    e.plan = ValueOrThrow(exec_->Prepare(block, *e.local.child, {.seed = seed, .check_nan_inf = check_nan_inf}));
     e.version = program->version();
     e.seed = seed;
+    e.check_nan_inf = check_nan_inf;
     e.written.clear();
     e.read.clear();
     e.in_place.clear();
@@ -431,9 +433,10 @@ void RegisterRuntime(py::module_& m) {
       .def(py::init<const std::string&, int>(), py::arg("place") = "cpu", py::arg("num_threads") = 0)
       .def_property_readonly("place", &PyExecutor::place)
       .def("run", &PyExecutor::Run, py::arg("program"), py::arg("block"), py::arg("scope"), py::arg("feeds"),
-           py::arg("fetches"), py::arg("seed") = 0, py::arg("zero_copy") = true,
+           py::arg("fetches"), py::arg("seed") = 0, py::arg("zero_copy") = true, py::arg("check_nan_inf") = false,
            "Feeds arrays (dict name -> C-contiguous ndarray of a supported dtype), runs the block once and "
-           "returns copies of the fetched variables.")
+           "returns copies of the fetched variables. check_nan_inf: fail at the first op whose output holds a "
+           "NaN or Inf.")
       .def_property_readonly("cached_plans", &PyExecutor::cached_plans)
       .def("clear_cache", &PyExecutor::ClearCache);
 

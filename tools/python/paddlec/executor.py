@@ -157,15 +157,20 @@ class Executor:
     run elsewhere) are moved to this one when it runs.
     """
 
-    def __init__(self, place=None, num_threads=0):
+    def __init__(self, place=None, num_threads=0, check_nan_inf=False):
+        """``num_threads``: CPU threads, 1 to 4 per core (0: one per core). ``check_nan_inf``: every run
+        fails at the first op (forward, backward or optimizer) whose output holds a NaN or Inf, with an
+        ``ExecutionError`` naming the op, its block and index, the variable and the element (PaddlePaddle's
+        ``FLAGS_check_nan_inf``); ``run`` can also ask for it per call."""
         self.place = _place_name(place)
+        self.check_nan_inf = bool(check_nan_inf)
         self._core = _core.Executor(self.place, int(num_threads))
 
     def close(self):
         """Drops the cached plans (and the references they hold to programs and scopes)."""
         self._core.clear_cache()
 
-    def run(self, program=None, feed=None, fetch_list=None, scope=None):
+    def run(self, program=None, feed=None, fetch_list=None, scope=None, check_nan_inf=None):
         """Runs the global block of ``program`` (default: the default main program) once.
 
         ``feed`` maps variables (or their names) to arrays, checked against the declared shapes
@@ -174,7 +179,8 @@ class Executor:
         values are returned as new NumPy arrays, in order. Running a startup program first gives
         every parameter of the programs it serves an initializer. Variables that are not
         persistable live in a scope of the program's own under ``scope`` (as in PaddlePaddle):
-        fetch them; persistable ones (parameters) are in ``scope`` itself."""
+        fetch them; persistable ones (parameters) are in ``scope`` itself. ``check_nan_inf`` (default:
+        the executor's) checks every op's outputs for NaN/Inf."""
         if program is None:
             program = framework.default_main_program()
         if not isinstance(program, framework.Program):
@@ -196,7 +202,8 @@ class Executor:
                 raise errors.make(errors.NotFoundError, "cannot fetch %r: the program has no such variable" % name,
                                   var=name, notes=framework._hint(name, block.vars))
             fetches.append(name)
-        return self._core.run(program.desc, 0, scope._core, feeds, fetches, int(program.random_seed), True)
+        check = self.check_nan_inf if check_nan_inf is None else bool(check_nan_inf)
+        return self._core.run(program.desc, 0, scope._core, feeds, fetches, int(program.random_seed), True, check)
 
     @staticmethod
     def _feed_array(block, name, value):
