@@ -120,7 +120,7 @@ Status ParseParams(std::string_view bytes, const std::string& path, const std::v
       std::string_view raw;
       PC_RETURN_IF_ERROR(r.Take(n, &raw, name, "LoD"));
       level.resize(n / sizeof(uint64_t));
-      std::memcpy(level.data(), raw.data(), n);
+      if (n > 0) std::memcpy(level.data(), raw.data(), n);  // an empty level's data() may be null
     }
     PC_RETURN_IF_ERROR(r.Get(&version, name, "tensor header"));
     if (version != 0)
