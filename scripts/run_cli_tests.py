@@ -11,7 +11,7 @@ Two kinds of cases, both run against the real binary:
      STDOUT-CONTAINS: / STDERR-CONTAINS:  text that must appear (repeatable)
      STDOUT-NOT: / STDERR-NOT:            text that must not appear (repeatable)
      STDOUT-COUNT: <n> <text>             text appears exactly n times (repeatable; STDERR-COUNT too)
-     FILE-EXISTS: / FILE-MISSING: <path>  after the run
+     FILE-EXISTS: / FILE-MISSING: <path>  after the run (FILE-MISSING: '*' matches any name part)
      SAME-FILES: <path> <path>            the two files are byte-identical after the run
      ENV: NAME=VALUE                      set for the run
      MPIRUN: <N>                          run as N ranks of `mpirun -np N --oversubscribe` (Open MPI;
@@ -24,6 +24,7 @@ Two kinds of cases, both run against the real binary:
 """
 import argparse
 import difflib
+import glob
 import os
 import pathlib
 import shlex
@@ -139,7 +140,7 @@ def run_cases(paddlec, root, path, shared):
                 if not os.path.exists(x(p)):
                     problems.append(f"file {p} missing")
             for p in case["missing"]:
-                if os.path.exists(x(p)):
+                if glob.glob(glob.escape(x(p)).replace(glob.escape("*"), "*")) if "*" in p else os.path.exists(x(p)):
                     problems.append(f"file {p} exists")
             for a, b in case["same"]:
                 try:

@@ -13,9 +13,12 @@ PACKAGES=(
   dataset-fashion-mnist hyperfine
   graphviz
   libopenmpi-dev openmpi-bin
+  clang libclang-rt-14-dev libomp-14-dev
 )
 # libopenmpi-dev, openmpi-bin: MPI for data-parallel training on CPUs (libpaddlec_mpi.so, mpirun).
 # graphviz: `dot` renders `paddlec compile --emit=dot` graphs (docs/images, tests).
+# clang, libclang-rt-14-dev (libFuzzer, the sanitizer runtimes) and libomp-14-dev (clang's -fopenmp):
+# the libFuzzer targets scripts/test.sh builds and runs (scripts/fuzz.sh, build-fuzz/).
 # scripts/check_setup_deps.py (run by scripts/test.sh) fails when the build uses a Debian package this
 # list does not bring in.
 

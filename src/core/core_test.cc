@@ -13,6 +13,18 @@
 namespace paddlec {
 namespace {
 
+TEST_CASE("Diagnostics escape terminal control sequences in names, keep printable UTF-8") {
+  CHECK(EscapeForTerminal("plain name_0.w@GRAD") == "plain name_0.w@GRAD");
+  CHECK(EscapeForTerminal("a\x1b[2Jb\x07\n\t\x7f") == "a\\x1b[2Jb\\x07\\x0a\\x09\\x7f");
+  CHECK(EscapeForTerminal("gr\xc3\xb6\xc3\x9f" "e \xe2\x86\x92 \xf0\x9f\x98\x80") == "gr\xc3\xb6\xc3\x9f" "e \xe2\x86\x92 \xf0\x9f\x98\x80");
+  CHECK(EscapeForTerminal("c1 \xc2\x9b" "31m") == "c1 \\xc2\\x9b31m");  // U+009B, the one-byte CSI
+  CHECK(EscapeForTerminal("bad \xff\xc3 \xed\xa0\x80") == "bad \\xff\\xc3 \\xed\\xa0\\x80");  // not UTF-8
+  Error e = MakeError(ErrorCode::kValidation, "undefined variable '{}'", "x\x1b]0;t\x07");
+  e.At({.block = 0, .op = 1, .op_type = "re\x1blu"}).Note("did you mean '\x1b'?");
+  CHECK(e.Render() ==
+        "error: block 0, op 1 (re\\x1blu): undefined variable 'x\\x1b]0;t\\x07'\nnote: did you mean '\\x1b'?\n");
+}
+
 TEST_CASE("Dims: numel, unknown dims and printing") {
   CHECK(Dims{}.Numel() == 1);
   CHECK(Dims{2, 3, 4}.Numel() == 24);

@@ -20,6 +20,53 @@ std::string_view ErrorCodeName(ErrorCode code) {
   return "error";
 }
 
+namespace {
+
+/// Length of the UTF-8 sequence at the start of `s` (2 to 4), or 0 when it is not a valid one.
+size_t Utf8SequenceLength(std::string_view s) {
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const auto cont = [&](size_t i) { return i < s.size() && (b(i) & 0xC0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F)) return 0;  // overlong, surrogates
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if ((c == 0xF0 && b(1) < 0x90) || (c == 0xF4 && b(1) > 0x8F)) return 0;  // overlong, > U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string EscapeForTerminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    size_t n = c >= 0x80 ? Utf8SequenceLength(text.substr(i)) : 0;
+    // C1 controls (U+0080..U+009F: 0xC2 0x80..0x9F) act like ESC sequences on many terminals.
+    if (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) n = 0;
+    if (n > 0) {
+      out.append(text.substr(i, n));
+      i += n;
+      continue;
+    }
+    out += fmt::format("\\x{:02x}", c);
+    ++i;
+  }
+  return out;
+}
+
 std::string SourceLocation::ToString() const {
   std::string out;
   if (!file.empty()) {
@@ -42,12 +89,13 @@ std::vector<std::string> Error::NotesFor(Frontend frontend) const {
 }
 
 static void RenderOne(const Error& e, Frontend frontend, std::string& out) {
-  std::string loc = e.location().ToString();
+  // Names in messages come from the input: escaped here, once for every diagnostic.
+  std::string loc = EscapeForTerminal(e.location().ToString());
   out += "error: ";
   if (!loc.empty()) out += loc + ": ";
-  out += e.message();
+  out += EscapeForTerminal(e.message());
   out += '\n';
-  for (const auto& n : e.NotesFor(frontend)) out += "note: " + n + "\n";
+  for (const auto& n : e.NotesFor(frontend)) out += "note: " + EscapeForTerminal(n) + "\n";
 }
 
 std::string Error::Render(Frontend frontend) const {

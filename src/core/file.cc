@@ -93,6 +93,13 @@ Status WriteFileAtomic(const std::string& path, std::string_view data) {
   return WriteFileAtomicStreamed(path, [&](const ByteSink& sink) { return sink(data); });
 }
 
+Status SyncDirectory(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return IoError("cannot open directory", path);
+  if (::fsync(fd.get()) != 0) return IoError("cannot sync", path);
+  return Status::OK();
+}
+
 std::string FileExtension(std::string_view path) {
   size_t slash = path.find_last_of('/');
   std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);

@@ -162,6 +162,7 @@ Status RunRun(const RunOptions& options, std::ostream& out) {
                      .seed = options.seed,
                      .threads = options.threads,
                      .keep_denormals = options.keep_denormals,
+                     .check_nan_inf = options.check_nan_inf,
                      .passes = CompilePipeline({.inference = options.inference, .opt_level = options.opt_level}),
                      .fetches = options.fetches}));
 

@@ -51,7 +51,8 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) 
   passes::ComputeSignature(*s->module_);
   PC_ASSIGN_OR_RETURN(s->executor_, exec::Executor::Create(place, {.num_threads = options.threads,
                                                                    .seed = options.seed,
-                                                                   .flush_denormals = !options.keep_denormals}));
+                                                                   .flush_denormals = !options.keep_denormals,
+                                                                   .check_nan_inf = options.check_nan_inf}));
   return s;
 }
 

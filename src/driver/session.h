@@ -23,6 +23,7 @@ struct SessionOptions {
   uint64_t seed = 0;
   int threads = 0;
   bool keep_denormals = false;
+  bool check_nan_inf = false;  // every plan checks each op's outputs (PlanOptions::check_nan_inf)
   /// The pipeline for programs that are not compiled yet (compiled ones are re-validated only).
   std::string passes = "validate,infer-shape,init-params";
   /// For training: compile with this pipeline when the program has no gradients yet (the loss

@@ -1,6 +1,5 @@
 // `paddlec train`: the training loop over an image classification dataset, with evaluation,
 // progress reporting, metrics, and atomic checkpoints that resume exactly.
-#include <google/protobuf/util/json_util.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include "paddlec.pb.h"
 #include "paddlec/core/file.h"
 #include "paddlec/driver/driver.h"
+#include "paddlec/io/checkpoint.h"
 #include "paddlec/io/dataset.h"
 #include "paddlec/io/params.h"
 #include "paddlec/ir/op_role.h"
@@ -175,6 +175,7 @@ class Trainer {
                                                  .seed = o_.seed,
                                                  .threads = threads,
                                                  .keep_denormals = o_.keep_denormals,
+                                                 .check_nan_inf = o_.check_nan_inf,
                                                  .train = &compile_}));
     ir::Module& m = session_->module();
     if (m.compiled().param_grads_size() == 0)
@@ -196,6 +197,9 @@ class Trainer {
     *test.mutable_main_program() = ir::CloneForTest(m.compiled().main_program());
     PC_ASSIGN_OR_RETURN(test_, ir::Module::Create(std::move(test)));
 
+    // What runs killed while checkpointing left behind (a full disk, kill -9) goes before anything new.
+    if (!o_.save_dir.empty()) io::RemoveStaleTemporaries(o_.save_dir);
+    if (!o_.resume.empty() && o_.resume != o_.save_dir) io::RemoveStaleTemporaries(o_.resume);
     int64_t start_epoch = 0;
     if (!o_.resume.empty()) {
       PC_ASSIGN_OR_RETURN(start_epoch, Resume());
@@ -240,7 +244,7 @@ class Trainer {
         if (InjectedFault(split_.rank, step_))
           return MakeError(ErrorCode::kRuntime, "fault injected at step {} (PADDLEC_FAULT_INJECT)", step_);
         PC_ASSIGN_OR_RETURN(double loss, Scalar(*train_scope_, io_.loss));
-        if (!std::isfinite(loss))
+        if (!std::isfinite(loss) && !o_.allow_nonfinite_loss)
           return MakeError(ErrorCode::kRuntime, "the loss became {} at step {} (epoch {})", loss, step_, epoch + 1)
               .Note("lower the learning rate (--lr) or clip gradients (--clip-norm)");
         loss_sum += loss * (end - begin);
@@ -373,23 +377,13 @@ class Trainer {
   }
 
   Status SaveCheckpoint(int64_t epochs_done, double accuracy) {
-    fs::path dir(o_.save_dir);
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) return MakeError(ErrorCode::kIO, "cannot create '{}': {}", dir.string(), ec.message());
-    std::string name = fmt::format("epoch-{:04d}", epochs_done);
-    fs::path tmp = dir / fmt::format(".{}.tmp.{}", name, ::getpid());
-    fs::remove_all(tmp, ec);
-    fs::create_directories(tmp, ec);
-    if (ec) return MakeError(ErrorCode::kIO, "cannot create '{}': {}", tmp.string(), ec.message());
-    PC_RETURN_IF_ERROR(io::SaveParams((tmp / "params.pdiparams").string(), param_names_, session_->scope(),
-                                      session_->executor().device()));
-    if (const char* fault = std::getenv("PADDLEC_FAULT_INJECT");
-        fault && std::string_view(fault) == fmt::format("checkpoint:{}", epochs_done)) {
-      // Test hook (PADDLEC_FAULT_INJECT=checkpoint:N): die the way `kill -9` would, half-way through
-      // writing the checkpoint of epoch N, after the parameters and before the metadata.
-      std::_Exit(137);
-    }
+    const char* fault = std::getenv("PADDLEC_FAULT_INJECT");
+    // Test hooks (PADDLEC_FAULT_INJECT=PHASE:N): die the way `kill -9` would at one instant of the
+    // checkpoint of epoch N: "checkpoint" after the parameters and before the metadata, "publish"
+    // after the directory is in place and before LATEST names it.
+    auto die_at = [&](std::string_view phase) {
+      if (fault && std::string_view(fault) == fmt::format("{}:{}", phase, epochs_done)) std::_Exit(137);
+    };
     paddlec::proto::Checkpoint ck;
     ck.set_format_version(1);
     ck.set_epoch(epochs_done);
@@ -398,44 +392,31 @@ class Trainer {
     ck.set_batch_size(o_.batch_size);
     ck.set_nranks(static_cast<int32_t>(split_.nranks));
     ck.set_test_accuracy(accuracy);
+    ck.set_generation(io::NextGeneration(o_.save_dir));
     for (const auto& p : param_names_) ck.add_parameters(p);
     PC_ASSIGN_OR_RETURN(std::string json, ir::Serialize(ck, ir::Format::kJson));
-    PC_RETURN_IF_ERROR(WriteFileAtomic((tmp / "checkpoint.json").string(), json));
-    // Publish: rename the finished directory into place, then point LATEST at it (both atomic).
-    fs::path final_dir = dir / name;
-    if (fs::exists(final_dir)) {
-      fs::path old = dir / fmt::format(".{}.old.{}", name, ::getpid());
-      fs::rename(final_dir, old, ec);
-      if (ec) return MakeError(ErrorCode::kIO, "cannot replace '{}': {}", final_dir.string(), ec.message());
-      fs::rename(tmp, final_dir, ec);
-      fs::remove_all(old);
-    } else {
-      fs::rename(tmp, final_dir, ec);
-    }
-    if (ec) return MakeError(ErrorCode::kIO, "cannot publish checkpoint '{}': {}", final_dir.string(), ec.message());
-    PC_RETURN_IF_ERROR(WriteFileAtomic((dir / "LATEST").string(), name + "\n"));
-    // Leftovers of runs killed while writing are removed once a checkpoint is safely published.
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      std::string f = e.path().filename().string();
-      if (f.starts_with(".epoch-") && e.is_directory() && e.path() != tmp) fs::remove_all(e.path(), ec);
-    }
-    spdlog::info("checkpoint written to {}", final_dir.string());
+    std::string name = fmt::format("epoch-{:04d}", epochs_done);
+    auto fill = [&](const std::string& tmp) -> Status {
+      PC_RETURN_IF_ERROR(io::SaveParams((fs::path(tmp) / io::kCheckpointParams).string(), param_names_,
+                                        session_->scope(), session_->executor().device()));
+      die_at("checkpoint");
+      return WriteFileAtomic((fs::path(tmp) / io::kCheckpointJson).string(), json);
+    };
+    PC_RETURN_IF_ERROR(io::PublishCheckpoint(o_.save_dir, name, fill, [&] { die_at("publish"); }));
+    spdlog::info("checkpoint written to {}", (fs::path(o_.save_dir) / name).string());
     return Status::OK();
   }
 
+  /// Loads the checkpoint --resume names; returns the epochs it completed (0: none found, a fresh start).
   StatusOr<int64_t> Resume() {
-    fs::path dir(o_.resume);
-    if (fs::exists(dir / "LATEST")) {
-      PC_ASSIGN_OR_RETURN(std::string latest, ReadFile((dir / "LATEST").string(), 4096));
-      while (!latest.empty() && std::isspace(static_cast<unsigned char>(latest.back()))) latest.pop_back();
-      dir /= latest;
+    PC_ASSIGN_OR_RETURN(std::optional<io::ResumePoint> found, io::FindResumePoint(o_.resume));
+    if (!found) {
+      out_ << fmt::format("no checkpoint in {}: starting fresh\n", o_.resume);
+      PC_RETURN_IF_ERROR(session_->InitializeParameters());
+      return 0;
     }
-    PC_ASSIGN_OR_RETURN(std::string json, ReadFile((dir / "checkpoint.json").string(), 16 << 20));
-    paddlec::proto::Checkpoint ck;
-    auto st = google::protobuf::util::JsonStringToMessage(json, &ck);
-    if (!st.ok())
-      return MakeError(ErrorCode::kParse, "'{}' is not a paddlec checkpoint: {}", (dir / "checkpoint.json").string(),
-                       std::string(st.message()));
+    const paddlec::proto::Checkpoint& ck = found->checkpoint;
+    fs::path dir(found->dir);
     std::vector<std::string> names(ck.parameters().begin(), ck.parameters().end());
     if (names != param_names_)
       return MakeError(ErrorCode::kValidation, "checkpoint '{}' holds {} variables that do not match the program's {}",
@@ -450,7 +431,7 @@ class Trainer {
           "the run will not match an uninterrupted one",
           o_.seed, split_.global_batch(), o_.batch_size, split_.nranks, ck.seed(), ck.batch_size() * ck_ranks,
           ck.batch_size(), ck_ranks);
-    PC_RETURN_IF_ERROR(io::LoadParams((dir / "params.pdiparams").string(), names, session_->scope(),
+    PC_RETURN_IF_ERROR(io::LoadParams((dir / io::kCheckpointParams).string(), names, session_->scope(),
                                       session_->executor().device(), &session_->main_block()));
     step_ = ck.step();
     if (leader_) out_ << fmt::format("resumed from {} (epoch {}, step {})\n", dir.string(), ck.epoch(), ck.step());

@@ -11,6 +11,7 @@
 #include "exec/cuda/backend_api.h"
 #include "gpu_diagnosis.h"
 #include "paddlec/ops/op_registry.h"
+#include "paddlec/runtime/threads.h"
 
 namespace paddlec::exec {
 namespace {
@@ -97,6 +98,8 @@ StatusOr<std::unique_ptr<DeviceContext>> CreateDeviceContext(Place place, int nu
 }
 
 StatusOr<std::unique_ptr<Executor>> Executor::Create(Place place, const ExecutorOptions& options) {
+  // Checked before anything reaches omp_set_num_threads or a parallel region (CLI and Python alike).
+  PC_RETURN_IF_ERROR(runtime::CheckThreadCount(options.num_threads));
   PC_ASSIGN_OR_RETURN(auto device, CreateDeviceContext(place, options.num_threads));
   return std::unique_ptr<Executor>(new Executor(std::move(device), options));
 }
@@ -104,6 +107,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(Place place, const Executor
 StatusOr<std::unique_ptr<Plan>> Executor::Prepare(ir::Block& block, Scope& scope, PlanOptions options) {
   if (options.seed == 0) options.seed = options_.seed;
   options.flush_denormals = options_.flush_denormals;
+  options.check_nan_inf = options.check_nan_inf || options_.check_nan_inf;
   return Plan::Build(block, scope, *device_, ops::GlobalOpRegistry(), options);
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 
+#include "nan_inf_check.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/runtime/threads.h"
 
@@ -268,6 +269,7 @@ StatusOr<std::unique_ptr<Plan>> Plan::Build(ir::Block& block, Scope& scope, Devi
       return e;
     }
     step->kernel = std::move(kernel).value();
+    if (options.check_nan_inf) step->kernel = CheckNanInfAfter(std::move(step->kernel), *info, op.desc());
     if (plan->use_graph_ && !step->kernel->Replayable()) {
       spdlog::warn("op {} ({}) cannot be replayed from a CUDA graph; running op by op", i, op.type());
       plan->use_graph_ = false;

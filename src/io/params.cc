@@ -90,6 +90,11 @@ Status SaveParams(const std::string& path, const std::vector<std::string>& names
 Status LoadParams(const std::string& path, const std::vector<std::string>& names, runtime::Scope& scope,
                   runtime::DeviceContext& device, const ir::Block* block) {
   PC_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  return ParseParams(bytes, path, names, scope, device, block);
+}
+
+Status ParseParams(std::string_view bytes, const std::string& path, const std::vector<std::string>& names,
+                   runtime::Scope& scope, runtime::DeviceContext& device, const ir::Block* block) {
   Reader r(bytes, path);
   auto host_alloc = runtime::CpuCachingAllocator::Create();
   for (size_t i = 0; i < names.size(); ++i) {
@@ -115,7 +120,7 @@ Status LoadParams(const std::string& path, const std::vector<std::string>& names
       std::string_view raw;
       PC_RETURN_IF_ERROR(r.Take(n, &raw, name, "LoD"));
       level.resize(n / sizeof(uint64_t));
-      std::memcpy(level.data(), raw.data(), n);
+      if (n > 0) std::memcpy(level.data(), raw.data(), n);  // an empty level's data() may be null
     }
     PC_RETURN_IF_ERROR(r.Get(&version, name, "tensor header"));
     if (version != 0)

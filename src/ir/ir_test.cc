@@ -107,6 +107,73 @@ TEST_CASE("Structural checks make parent chains safe") {
   CHECK(empty.error().message() == "the file is empty");
 }
 
+/// A ProgramDesc whose block i > 0 nests in block parents[i - 1]; `declares` lists (block, var) pairs.
+pb::ProgramDesc Tree(const std::vector<int>& parents, const std::vector<std::pair<int, std::string>>& declares = {}) {
+  pb::ProgramDesc desc;
+  for (int i = 0; i <= static_cast<int>(parents.size()); ++i) {
+    pb::BlockDesc* b = desc.add_blocks();
+    b->set_idx(i);
+    b->set_parent_idx(i == 0 ? -1 : parents[i - 1]);
+  }
+  for (const auto& [block, name] : declares) desc.mutable_blocks(block)->add_vars()->set_name(name);
+  return desc;
+}
+
+std::vector<int> Chain(int blocks) {
+  std::vector<int> parents;
+  for (int i = 1; i < blocks; ++i) parents.push_back(i - 1);
+  return parents;
+}
+
+TEST_CASE("Blocks nest at most kMaxBlockDepth deep; deeper programs are rejected up front") {
+  pb::ProgramDesc deepest = Tree(Chain(kMaxBlockDepth + 1), {{0, "x"}});
+  auto ok = Program::Create(&deepest);
+  REQUIRE(ok.ok());
+  CHECK((*ok)->depth(kMaxBlockDepth) == kMaxBlockDepth);
+  CHECK((*ok)->block(kMaxBlockDepth).FindVarBlock("x")->idx() == 0);
+  pb::ProgramDesc deeper = Tree(Chain(kMaxBlockDepth + 2));
+  auto p = Program::Create(&deeper);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().message() == "block 1001 is nested 1001 blocks deep; paddlec accepts at most 1000");
+  CHECK(p.error().location().block == 1001);
+}
+
+TEST_CASE("Lookups through enclosing blocks follow the block tree and its edits") {
+  // 0 -> 1 -> 3 and 0 -> 2 -> 4: "v" in 0, 2 and 3; "s" only in 1.
+  pb::ProgramDesc desc = Tree({0, 0, 1, 2}, {{0, "v"}, {2, "v"}, {3, "v"}, {1, "s"}});
+  auto made = Program::Create(&desc);
+  REQUIRE(made.ok());
+  Program& p = **made;
+  CHECK(p.block(4).FindVarBlock("v")->idx() == 2);
+  CHECK(p.block(3).FindVarBlock("v")->idx() == 3);
+  CHECK(p.block(1).FindVarBlock("v")->idx() == 0);
+  CHECK(p.block(3).FindVarBlock("s")->idx() == 1);
+  CHECK(p.block(4).FindVar("s") == nullptr);  // a sibling's variable is not visible
+  CHECK(p.block(2).FindVar("s") == nullptr);
+  CHECK(p.Encloses(0, 4));
+  CHECK_FALSE(p.Encloses(1, 4));
+  // Edits keep the index: appended blocks, added variables, rebuilt indexes.
+  Block& b5 = p.AppendBlock(3);
+  CHECK(p.depth(5) == 3);
+  CHECK(b5.FindVarBlock("v")->idx() == 3);
+  CHECK(b5.FindVarBlock("s")->idx() == 1);
+  b5.AddVar("s");
+  CHECK(b5.FindVarBlock("s")->idx() == 5);
+  CHECK(p.block(3).FindVarBlock("s")->idx() == 1);
+  p.block(3).desc().mutable_vars()->RemoveLast();
+  p.block(3).RebuildIndex();
+  CHECK(b5.FindVarBlock("v")->idx() == 0);
+  // A name declared in many siblings: the lookup walks up instead of scanning them.
+  std::vector<int> parents(60, 0);
+  std::vector<std::pair<int, std::string>> declares{{0, "w"}};
+  for (int i = 1; i < 60; ++i) declares.emplace_back(i, "w");
+  pb::ProgramDesc wide = Tree(parents, declares);
+  auto w = Program::Create(&wide);
+  REQUIRE(w.ok());
+  CHECK((*w)->block(60).FindVarBlock("w")->idx() == 0);
+  CHECK((*w)->block(59).FindVarBlock("w")->idx() == 59);
+}
+
 TEST_CASE("Round trips text -> binary -> JSON -> text are byte-identical") {
   for (const char* config : {"configs/mlp.pbtxt", "configs/lenet.pbtxt"}) {
     CAPTURE(config);

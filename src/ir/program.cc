@@ -164,16 +164,11 @@ int Block::var_index(std::string_view name) const {
 }
 
 pb::VarDesc* Block::FindVar(std::string_view name) const {
-  for (const Block* b = this; b != nullptr; b = b->parent())
-    if (pb::VarDesc* v = b->FindLocalVar(name)) return v;
-  return nullptr;
+  Block* b = program_->InnermostDeclaring(name, idx_);
+  return b == nullptr ? nullptr : b->FindLocalVar(name);
 }
 
-Block* Block::FindVarBlock(std::string_view name) {
-  for (Block* b = this; b != nullptr; b = b->parent())
-    if (b->FindLocalVar(name)) return b;
-  return nullptr;
-}
+Block* Block::FindVarBlock(std::string_view name) { return program_->InnermostDeclaring(name, idx_); }
 
 pb::VarDesc* Block::AddVar(std::string_view name) {
   if (pb::VarDesc* v = FindLocalVar(name)) return v;
@@ -183,14 +178,17 @@ pb::VarDesc* Block::AddVar(std::string_view name) {
   v->mutable_type()->set_type(pb::VarType::LOD_TENSOR);
   v->mutable_type()->mutable_lod_tensor()->mutable_tensor()->set_data_type(pb::VarType::FP32);
   var_index_.emplace(std::string(name), desc().vars_size() - 1);
+  program_->Declare(v->name(), idx_);
   return v;
 }
 
 void Block::RebuildIndex() {
+  for (const auto& [name, i] : var_index_) program_->Undeclare(name, idx_);
   var_index_.clear();
   const auto& vars = desc().vars();
   var_index_.reserve(vars.size());
-  for (int i = 0; i < vars.size(); ++i) var_index_.emplace(vars[i].name(), i);  // first wins
+  for (int i = 0; i < vars.size(); ++i)
+    if (var_index_.emplace(vars[i].name(), i).second) program_->Declare(vars[i].name(), idx_);  // first wins
 }
 
 // ---- Programs -------------------------------------------------------------------------------
@@ -200,6 +198,8 @@ Program::Program(pb::ProgramDesc* desc, SourceMap source) : desc_(desc), source_
 StatusOr<std::unique_ptr<Program>> Program::Create(pb::ProgramDesc* desc, SourceMap source) {
   if (desc->blocks_size() == 0)
     return MakeError(ErrorCode::kValidation, "the program has no blocks").At({.file = source.file()});
+  std::vector<int> depth;
+  depth.reserve(desc->blocks_size());
   for (int i = 0; i < desc->blocks_size(); ++i) {
     const pb::BlockDesc& b = desc->blocks(i);
     SourceLocation loc = source.Block(i);
@@ -216,8 +216,14 @@ StatusOr<std::unique_ptr<Program>> Program::Create(pb::ProgramDesc* desc, Source
                        "block {} has parent_idx {}; a parent must be an earlier block (0..{})", i,
                        b.parent_idx(), expected_max)
           .At(loc);
+    depth.push_back(i == 0 ? 0 : depth[b.parent_idx()] + 1);
+    if (depth.back() > kMaxBlockDepth)
+      return MakeError(ErrorCode::kValidation, "block {} is nested {} blocks deep; paddlec accepts at most {}", i,
+                       depth.back(), kMaxBlockDepth)
+          .At(loc);
   }
   std::unique_ptr<Program> p(new Program(desc, std::move(source)));
+  p->depth_ = std::move(depth);
   for (int i = 0; i < desc->blocks_size(); ++i) p->blocks_.push_back(std::make_unique<Block>(p.get(), i));
   return p;
 }
@@ -241,8 +247,71 @@ Block& Program::AppendBlock(int parent_idx) {
   pb::BlockDesc* b = desc_->add_blocks();
   b->set_idx(desc_->blocks_size() - 1);
   b->set_parent_idx(parent_idx);
+  depth_.push_back(depth_[parent_idx] + 1);
+  numbered_ = false;
   blocks_.push_back(std::make_unique<Block>(this, b->idx()));
   return *blocks_.back();
+}
+
+void Program::Declare(const std::string& name, int block) {
+  std::vector<int>& in = declared_in_[name];
+  auto at = std::lower_bound(in.begin(), in.end(), block);
+  if (at == in.end() || *at != block) in.insert(at, block);
+}
+
+void Program::Undeclare(const std::string& name, int block) {
+  auto it = declared_in_.find(name);
+  if (it == declared_in_.end()) return;
+  std::erase(it->second, block);
+  if (it->second.empty()) declared_in_.erase(it);
+}
+
+void Program::NumberTree() const {
+  const int n = num_blocks();
+  std::vector<std::vector<int>> children(n);
+  for (int i = 1; i < n; ++i) children[blocks_[i]->parent_idx()].push_back(i);
+  enter_.assign(n, 0);
+  exit_.assign(n, 0);
+  int clock = 0;
+  std::vector<std::pair<int, size_t>> stack{{0, 0}};  // (block, next child)
+  enter_[0] = clock++;
+  while (!stack.empty()) {
+    auto& [b, next] = stack.back();
+    if (next < children[b].size()) {
+      int c = children[b][next++];
+      enter_[c] = clock++;
+      stack.emplace_back(c, 0);
+    } else {
+      exit_[b] = clock++;
+      stack.pop_back();
+    }
+  }
+  numbered_ = true;
+}
+
+bool Program::Encloses(int outer, int inner) const {
+  if (!numbered_) NumberTree();
+  return enter_[outer] <= enter_[inner] && exit_[inner] <= exit_[outer];
+}
+
+Block* Program::InnermostDeclaring(std::string_view name, int from) const {
+  auto it = declared_in_.find(name);
+  if (it == declared_in_.end()) return nullptr;
+  const std::vector<int>& in = it->second;
+  // Enclosing blocks come before the blocks they enclose, so the innermost declaring one is the
+  // last candidate at or before `from` that encloses it. Names declared in many sibling blocks
+  // would make that scan long: then walking up (at most kMaxBlockDepth levels) is shorter.
+  auto end = std::upper_bound(in.begin(), in.end(), from);
+  if (end - in.begin() <= depth_[from] + 1) {
+    for (auto c = end; c != in.begin();) {
+      --c;
+      if (Encloses(*c, from)) return blocks_[*c].get();
+    }
+    return nullptr;
+  }
+  for (Block* b = blocks_[from].get(); b != nullptr; b = b->parent())
+    if (b->FindLocalVar(name)) return b;
+  return nullptr;
 }
 
 // ---- DefUse ---------------------------------------------------------------------------------

@@ -286,9 +286,9 @@ class PyExecutor {
 
   py::list Run(const StatePtr& program, int block_idx, const ScopePtr& scope, const py::dict& feeds,
                const std::vector<std::string>& fetches, uint64_t seed, bool zero_copy, const py::dict& lods,
-               bool return_lod, int op_begin, int op_end) {
+               bool return_lod, int op_begin, int op_end, bool check_nan_inf) {
     scope->CheckUsable();
-    Entry& e = Prepare(program, block_idx, scope, seed, op_begin, op_end);
+    Entry& e = Prepare(program, block_idx, scope, seed, op_begin, op_end, check_nan_inf);
     runtime::Scope& s = *e.local->child;
     auto& device = exec_->device();
     BringInputsHere(e, *scope);
@@ -380,6 +380,7 @@ class PyExecutor {
     // block over the scope, so a later range reads what an earlier one wrote (Network.run(from, to)).
     std::shared_ptr<LocalScope> local;
     uint64_t version = 0, seed = 0;
+    bool check_nan_inf = false;
     bool ready = false;
     std::unique_ptr<exec::Plan> plan;
     std::set<std::string> written;      // every variable an op of the block writes
@@ -393,7 +394,7 @@ class PyExecutor {
   void BringInputsHere(const Entry& e, ScopeHolder& scope);
 
   Entry& Prepare(const StatePtr& program, int block_idx, const ScopePtr& scope, uint64_t seed, int op_begin,
-                 int op_end) {
+                 int op_end, bool check_nan_inf) {
     Key key{program.get(), block_idx, scope.get(), op_begin, op_end};
     auto it = cache_.find(key);
     if (it == cache_.end()) {
@@ -413,7 +414,7 @@ class PyExecutor {
     }
     std::erase_if(locals_, [](const auto& kv) { return kv.second.expired(); });
     Entry& e = it->second;
-    if (e.ready && e.version == program->version() && e.seed == seed) return e;
+    if (e.ready && e.version == program->version() && e.seed == seed && e.check_nan_inf == check_nan_inf) return e;
 
     e.ready = false;
     e.plan.reset();  // before anything else points into the local scope
@@ -425,10 +426,11 @@ class PyExecutor {
         if (v.persistable() && scope->scope.Find(v.name()) == nullptr) scope->scope.Var(v.name());
     e.state = program;
     e.program = program->shared_program();
-    e.plan =
-        ValueOrThrow(exec_->Prepare(block, *e.local->child, {.op_begin = op_begin, .op_end = op_end, .seed = seed}));
+    e.plan = ValueOrThrow(exec_->Prepare(
+        block, *e.local->child, {.op_begin = op_begin, .op_end = op_end, .seed = seed, .check_nan_inf = check_nan_inf}));
     e.version = program->version();
     e.seed = seed;
+    e.check_nan_inf = check_nan_inf;
     e.written.clear();
     e.read.clear();
     e.in_place.clear();
@@ -558,9 +560,11 @@ void RegisterRuntime(py::module_& m) {
       .def("run", &PyExecutor::Run, py::arg("program"), py::arg("block"), py::arg("scope"), py::arg("feeds"),
            py::arg("fetches"), py::arg("seed") = 0, py::arg("zero_copy") = true, py::arg("lods") = py::dict(),
            py::arg("return_lod") = false, py::arg("op_begin") = 0, py::arg("op_end") = -1,
+           py::arg("check_nan_inf") = false,
            "Feeds arrays (dict name -> C-contiguous ndarray of a supported dtype; `lods` maps names to LoD "
            "offsets), runs the block's ops [op_begin, op_end) once (op_end -1: to the end) and returns copies "
-           "of the fetched variables ((array, lod) pairs with return_lod).")
+           "of the fetched variables ((array, lod) pairs with return_lod). check_nan_inf: fail at the first "
+           "op whose output holds a NaN or Inf.")
       .def_property_readonly("cached_plans", &PyExecutor::cached_plans)
       .def("clear_cache", &PyExecutor::ClearCache);
 

@@ -73,6 +73,15 @@ void ReexecWithBoundedSpin(char** argv) {
   // Still here: run on with libgomp's own policy.
 }
 
+int MaxThreads() { return kMaxThreadsPerCore * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+Status CheckThreadCount(int64_t threads) {
+  if (threads >= 0 && threads <= MaxThreads()) return Status::OK();
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "thread count {} is out of range: use 1 to {} ({} per core of this machine), or 0 for one per core",
+                   threads, MaxThreads(), kMaxThreadsPerCore);
+}
+
 void OverrideMachineBusyForTesting(int busy) { g_busy_override.store(busy); }
 
 bool MachineBusy(int own_threads) {

@@ -11,6 +11,7 @@
 //                                              one 3x3 depthwise_conv2d (padding 1), MobileNet-style
 //   paddlec_bench lstm --batch B [--seq T --input I --hidden H --layers L]
 //                                              one rnn op (LSTM, inference) over a sequence
+// --check-nan-inf builds the plan with the NaN/Inf check (forward/inference/train modes).
 // --opt-level N compiles with -ON (default: the pipelines without -O, as `paddlec` does by default).
 // Each prints one line: name, median ms over repetitions of at least --min-time seconds, and
 // GFLOP/s where the work is known.
@@ -47,6 +48,7 @@ struct Args {
   int threads = 0;
   std::string device = "cpu";
   bool cuda_graph = false;
+  bool check_nan_inf = false;  // --check-nan-inf: what the NaN/Inf check costs per step
   int opt_level = -1;
 };
 
@@ -219,7 +221,8 @@ void Network(const Args& a, bool train, bool inference = false, double idle_mb =
     DType t = static_cast<DType>(f.data_type());
     Die(exec->device().CopyFromHost(Random(t, d, *alloc, 10), scope.Var(f.name()).tensor()));
   }
-  auto plan = Must(exec->Prepare(m->main().global_block(), scope, {.cuda_graph = a.cuda_graph}));
+  auto plan = Must(exec->Prepare(m->main().global_block(), scope,
+                                 {.cuda_graph = a.cuda_graph, .check_nan_inf = a.check_nan_inf}));
   std::string name = a.config.substr(a.config.find_last_of('/') + 1);
   if (idle_mb >= 0) {
     for (int i = 0; i < 3; ++i) Die(plan->Run());
@@ -234,7 +237,8 @@ void Network(const Args& a, bool train, bool inference = false, double idle_mb =
       },
       a.min_time);
   std::cout << fmt::format("{:<9} {:<12} batch={:<4} {:9.3f} ms  {:9.0f} samples/s\n",
-                           std::string(train ? "train" : inference ? "inference" : "forward") + (a.cuda_graph ? "+g" : ""),
+                           std::string(train ? "train" : inference ? "inference" : "forward") + (a.cuda_graph ? "+g" : "") +
+                               (a.check_nan_inf ? "+nancheck" : ""),
                            name, a.batch, ms, a.batch / ms * 1e3);
 }
 
@@ -350,7 +354,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|resnet|memory|dispatch|depthwise|lstm [CONFIG] "
                  "[--n N] [--batch B] [--ops N] [--channels C] [--size S] [--stride S] [--seq T] [--input I] "
-                 "[--hidden H] [--layers L] [--min-time S] [--threads T] [--device D] [--opt-level N]\n";
+                 "[--hidden H] [--layers L] [--min-time S] [--threads T] [--device D] [--opt-level N] [--check-nan-inf]\n";
     return 2;
   }
   a.mode = argv[1];
@@ -384,6 +388,7 @@ int main(int argc, char** argv) {
     else if (k == "--threads") a.threads = std::stoi(next());
     else if (k == "--device") a.device = next();
     else if (k == "--cuda-graph") a.cuda_graph = true;
+    else if (k == "--check-nan-inf") a.check_nan_inf = true;
     else if (k == "--opt-level")
       a.opt_level = std::stoi(next());
     else if (!k.starts_with("--")) a.config = k;

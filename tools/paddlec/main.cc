@@ -137,6 +137,8 @@ Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
   c->add_option("--threads", o.threads, "CPU threads (default: one per core)");
   c->add_flag("--keep-denormals", o.keep_denormals,
               "CPU: keep IEEE denormals (gradual underflow) instead of flushing them to zero (FTZ/DAZ)");
+  c->add_flag("--check-nan-inf", o.check_nan_inf,
+              "After every op (forward, backward, optimizer), fail at the first NaN or Inf in its outputs");
   c->add_option("--limit-train", o.limit_train, "Use only the first N training samples");
   c->add_option("--limit-test", o.limit_test, "Use only the first N test samples");
   c->add_option("--normalize", o.normalize, "Pixel scaling: unit ([0, 1]) or meanstd")
@@ -146,6 +148,9 @@ Command AddTrain(CLI::App& app, driver::TrainOptions& o) {
   c->add_option("--label-var", o.label_var, "The label input (default: the integer input)");
   c->add_option("--predictions-var", o.predictions_var, "The class scores (default: the last [batch, classes] output)");
   c->add_option("--save-params", o.save_params, "Write the trained model's parameters here at the end");
+  c->add_flag("--allow-nonfinite-loss", o.allow_nonfinite_loss,
+              "Keep training when the loss becomes NaN or Inf (by default the run stops with an error before "
+              "the epoch's checkpoint, keeping the last good one)");
   c->add_option("--startup", o.compile.startup,
                 "The startup ProgramDesc of a program that holds its own training ops (PaddlePaddle's)");
   c->add_flag_callback(
@@ -201,6 +206,8 @@ Command AddRun(CLI::App& app, driver::RunOptions& o) {
   c->add_option("--threads", o.threads, "CPU threads (default: one per core)");
   c->add_flag("--keep-denormals", o.keep_denormals,
               "CPU: keep IEEE denormals (gradual underflow) instead of flushing them to zero (FTZ/DAZ)");
+  c->add_flag("--check-nan-inf", o.check_nan_inf,
+              "After every op (forward, backward, optimizer), fail at the first NaN or Inf in its outputs");
   c->add_option("--input-format", o.input_format, "Program format when the extension does not tell")
       ->check(CLI::IsMember({"text", "binary", "json"}));
   return {c, [&o] { return driver::RunRun(o, std::cout); }};

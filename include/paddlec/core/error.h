@@ -33,6 +33,11 @@ enum class ErrorCode {
 
 std::string_view ErrorCodeName(ErrorCode code);
 
+/// `text` safe to print on a terminal: control characters (C0, DEL, C1) and bytes that are not
+/// UTF-8 become `\xNN` escapes, so a name read from input cannot move the cursor, clear the screen
+/// or set the window title. Printable UTF-8 passes unchanged. Every rendered diagnostic goes through it.
+std::string EscapeForTerminal(std::string_view text);
+
 /// Who shows an error to the user. Advice that names a way of doing something (a flag, an
 /// argument) is written once per front end: the CLI's names are flags, Python's are arguments.
 enum class Frontend { kCli, kPython };

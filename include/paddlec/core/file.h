@@ -22,6 +22,9 @@ Status WriteFileAtomic(const std::string& path, std::string_view data);
 using ByteSink = std::function<Status(std::string_view)>;
 Status WriteFileAtomicStreamed(const std::string& path, const std::function<Status(const ByteSink&)>& write);
 
+/// fsyncs a directory, so the renames and creations inside it survive a power cut.
+Status SyncDirectory(const std::string& path);
+
 /// "/a/b/c.pbtxt" -> ".pbtxt" (lower-cased, with the dot); "" when there is none.
 std::string FileExtension(std::string_view path);
 

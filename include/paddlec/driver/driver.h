@@ -118,6 +118,7 @@ struct RunOptions {
   uint64_t seed = 0;
   int threads = 0;
   bool keep_denormals = false;  // CPU: IEEE gradual underflow instead of FTZ/DAZ
+  bool check_nan_inf = false;   // fail at the first op whose output holds a NaN or Inf
 };
 
 /// `paddlec run`: initialize or load parameters, feed, run the main program, fetch.
@@ -137,6 +138,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   int threads = 0;
   bool keep_denormals = false;  // CPU: IEEE gradual underflow instead of FTZ/DAZ
+  bool check_nan_inf = false;   // fail at the first op whose output holds a NaN or Inf
   int64_t limit_train = 0;     // use only the first N training / test samples (0: all)
   int64_t limit_test = 0;
   std::string normalize = "unit";  // unit | meanstd
@@ -144,6 +146,7 @@ struct TrainOptions {
   std::string save_params;     // after training, write the parameters (model only) here
   bool progress = true;
   bool cuda_graph = false;     // replay the training step as a CUDA graph (GPU)
+  bool allow_nonfinite_loss = false;  // keep training when the loss is NaN/Inf (default: stop with an error)
   /// How to compile a program that has no backward ops yet (optimizer, lr, ...).
   CompileOptions compile;
 };

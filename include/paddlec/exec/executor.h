@@ -13,6 +13,8 @@ struct ExecutorOptions {
   uint64_t seed = 0;    // program random seed passed to every plan
   /// Run CPU kernels with denormals flushed to zero (FTZ/DAZ); false keeps IEEE gradual underflow.
   bool flush_denormals = true;
+  /// Every plan checks each op's outputs for NaN/Inf (PlanOptions::check_nan_inf).
+  bool check_nan_inf = false;
 };
 
 class Executor {

@@ -52,6 +52,10 @@ struct PlanOptions {
   /// denormal operands cost ~100x on many CPUs (Adam's decaying moments reach them). false keeps
   /// IEEE gradual underflow. The executor sets it from ExecutorOptions.
   bool flush_denormals = true;
+  /// After every op, fail on a NaN or Inf in its floating-point outputs (exec/nan_inf_check.h),
+  /// naming the op, its block and index, the variable and the element. Chosen when the plan is
+  /// built: a plan without it runs no check at all.
+  bool check_nan_inf = false;
 };
 
 struct OpTypeProfile {

@@ -29,5 +29,8 @@ Status SaveParams(const std::string& path, const std::vector<std::string>& names
 /// on `device`. `block` supplies the declarations each record is checked against (may be null).
 Status LoadParams(const std::string& path, const std::vector<std::string>& names, runtime::Scope& scope,
                   runtime::DeviceContext& device, const ir::Block* block);
+/// LoadParams on the bytes of a file already read; `path` names it in errors.
+Status ParseParams(std::string_view bytes, const std::string& path, const std::vector<std::string>& names,
+                   runtime::Scope& scope, runtime::DeviceContext& device, const ir::Block* block);
 
 }  // namespace paddlec::io

@@ -34,6 +34,15 @@ inline constexpr std::string_view kGradSuffix = "@GRAD";
 /// Placeholder argument for a gradient nobody needs.
 inline constexpr std::string_view kEmptyVarName = "@EMPTY@";
 inline std::string GradVarName(std::string_view var) { return std::string(var) + std::string(kGradSuffix); }
+/// How deep blocks may nest (the global block is depth 0). Real programs nest a handful of levels;
+/// the cap bounds every walk up the block tree, which inputs of 50,000 nested blocks made quadratic.
+inline constexpr int kMaxBlockDepth = 1000;
+
+/// Heterogeneous hashing for maps keyed by std::string and looked up by std::string_view.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 
 // ---- Variables ------------------------------------------------------------------------------
 
@@ -101,7 +110,8 @@ class Block {
 
   /// A variable declared in this block only.
   pb::VarDesc* FindLocalVar(std::string_view name) const;
-  /// A variable of this block or of an enclosing one (the innermost wins).
+  /// A variable of this block or of an enclosing one (the innermost wins). O(1) for names declared
+  /// in few blocks (the program indexes which blocks declare each name).
   pb::VarDesc* FindVar(std::string_view name) const;
   /// The block that declares `name`, searching outwards; nullptr if none.
   Block* FindVarBlock(std::string_view name);
@@ -115,13 +125,9 @@ class Block {
 
  private:
   friend class Program;
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   Program* program_;
   int idx_;
-  std::unordered_map<std::string, int, Hash, std::equal_to<>> var_index_;
+  std::unordered_map<std::string, int, StringHash, std::equal_to<>> var_index_;
 };
 
 // ---- Programs -------------------------------------------------------------------------------
@@ -141,6 +147,12 @@ class Program {
   Block& global_block() const { return *blocks_[0]; }
   /// Appends a block nested in `parent`.
   Block& AppendBlock(int parent_idx);
+  /// How deep block `i` nests: 0 for the global block.
+  int depth(int i) const { return depth_[i]; }
+  /// Whether block `outer` is `inner` or encloses it. O(1).
+  bool Encloses(int outer, int inner) const;
+  /// The innermost block among `from` and its enclosing blocks that declares `name`; nullptr if none.
+  Block* InnermostDeclaring(std::string_view name, int from) const;
 
   const SourceMap& source_map() const { return source_; }
   /// Called by passes that insert or remove ops before existing ones: positions recorded at parse
@@ -149,10 +161,24 @@ class Program {
   bool positions_valid() const { return positions_valid_; }
 
  private:
+  friend class Block;
   Program(pb::ProgramDesc* desc, SourceMap source);
+  void Declare(const std::string& name, int block);
+  void Undeclare(const std::string& name, int block);
+  /// Numbers the block tree in depth-first order (enter_/exit_), after blocks were appended.
+  void NumberTree() const;
+
   std::unique_ptr<pb::ProgramDesc> owned_;
   pb::ProgramDesc* desc_;
   std::vector<std::unique_ptr<Block>> blocks_;
+  std::vector<int> depth_;
+  // Which blocks declare each name, ascending: lookups through enclosing blocks ask it instead of
+  // hashing the name once per level.
+  std::unordered_map<std::string, std::vector<int>, StringHash, std::equal_to<>> declared_in_;
+  // Depth-first entry and exit numbers: `outer` encloses `inner` iff its interval contains inner's.
+  // Renumbered lazily after AppendBlock (programs are not edited from several threads at once).
+  mutable std::vector<int> enter_, exit_;
+  mutable bool numbered_ = false;
   SourceMap source_;
   bool positions_valid_ = true;
 };

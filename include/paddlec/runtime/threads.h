@@ -22,7 +22,17 @@
 
 #include <cstdint>
 
+#include "paddlec/core/error.h"
+
 namespace paddlec::runtime {
+
+/// Threads per core an executor may use at most: more only oversubscribes, and libgomp overflows
+/// its stack creating tens of thousands of workers.
+inline constexpr int kMaxThreadsPerCore = 4;
+/// The most CPU threads an executor accepts on this machine (kMaxThreadsPerCore per core).
+int MaxThreads();
+/// OK for 0 (one thread per core) and 1..MaxThreads(); otherwise an error stating the range.
+Status CheckThreadCount(int64_t threads);
 
 /// The spin before an idle OpenMP worker sleeps, unless PADDLEC_SPIN_US says otherwise.
 inline constexpr int kDefaultSpinMicros = 50;

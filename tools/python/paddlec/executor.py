@@ -270,15 +270,21 @@ class Executor:
     run elsewhere) are moved to this one when it runs.
     """
 
-    def __init__(self, place=None, num_threads=0):
+    def __init__(self, place=None, num_threads=0, check_nan_inf=False):
+        """``num_threads``: CPU threads, 1 to 4 per core (0: one per core). ``check_nan_inf``: every run
+        fails at the first op (forward, backward or optimizer) whose output holds a NaN or Inf, with an
+        ``ExecutionError`` naming the op, its block and index, the variable and the element (PaddlePaddle's
+        ``FLAGS_check_nan_inf``); ``run`` can also ask for it per call."""
         self.place = _place_name(place)
+        self.check_nan_inf = bool(check_nan_inf)
         self._core = _core.Executor(self.place, int(num_threads))
 
     def close(self):
         """Drops the cached plans (and the references they hold to programs and scopes)."""
         self._core.clear_cache()
 
-    def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True, op_range=None):
+    def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True, op_range=None,
+            check_nan_inf=None):
         """Runs the global block of ``program`` (default: the default main program) once.
 
         ``feed`` maps variables (or their names) to arrays, checked against the declared shapes
@@ -291,7 +297,9 @@ class Executor:
 
         ``op_range=(from, to)`` runs only the global block's ops [from, to) (``to`` None: to the
         end), PaddlePaddle's ``Network.run(scope, from, to)``: ranges run one after another over
-        one scope see each other's results, so running (0, k) then (k, None) equals one full run."""
+        one scope see each other's results, so running (0, k) then (k, None) equals one full run.
+
+        ``check_nan_inf`` (default: the executor's) checks every op's outputs for NaN/Inf."""
         if program is None:
             program = framework.default_main_program()
         if not isinstance(program, framework.Program):
@@ -317,8 +325,9 @@ class Executor:
                                   var=name, notes=framework._hint(name, block.vars))
             fetches.append(name)
         op_begin, op_end = self._op_range(block, op_range)
+        check = self.check_nan_inf if check_nan_inf is None else bool(check_nan_inf)
         out = self._core.run(program.desc, 0, scope._core, feeds, fetches, int(program.random_seed), True, lods,
-                             not return_numpy, op_begin, op_end)
+                             not return_numpy, op_begin, op_end, check)
         return out if return_numpy else [LoDTensor(a, lod) for a, lod in out]
 
     @staticmethod

@@ -1,5 +1,7 @@
 """The executor: feeds (checks, conversion, zero copy), fetches, scopes and plan caching."""
 
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -149,3 +151,49 @@ def test_random_seed_makes_runs_repeatable(fresh_programs):
     scope = paddlec.Scope()
     paddlec.Executor().run(startup, scope=scope)
     assert not np.array_equal(values[0], scope.get("fc.w"))
+
+
+def test_thread_counts_are_checked():
+    # 100,000 threads once overflowed libgomp's stack and killed the interpreter: run it in a child.
+    code = (
+        "import paddlec, paddlec.errors as e\n"
+        "for n in (100000, 2**31 - 1, -2):\n"
+        "    try:\n"
+        "        paddlec.Executor('cpu', num_threads=n)\n"
+        "    except e.InvalidArgumentError as err:\n"
+        "        print(err)\n"
+        "    else:\n"
+        "        print('accepted', n)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr
+    lines = child.stdout.splitlines()
+    assert len(lines) == 3
+    for n, line in zip((100000, 2**31 - 1, -2), lines):
+        assert line.startswith(f"thread count {n} is out of range: use 1 to "), line
+        assert line.endswith("(4 per core of this machine), or 0 for one per core")
+    paddlec.Executor("cpu", num_threads=1)  # the bounds themselves are accepted
+    paddlec.Executor("cpu", num_threads=4 * (os.cpu_count() or 1))
+
+
+def test_check_nan_inf_names_the_op_the_variable_and_the_element(fresh_programs):
+    main, startup = fresh_programs
+    x = layers.data("x", [3])
+    y = ops.log(x=x)
+    feed = {"x": np.array([[1.0, 0.0, 2.0]], "float32")}
+    (got,) = paddlec.Executor().run(main, feed=feed, fetch_list=[y])  # off by default: -inf comes back
+    assert np.isneginf(got[0, 1])
+    for exe, kwargs in ((paddlec.Executor(check_nan_inf=True), {}), (paddlec.Executor(), {"check_nan_inf": True})):
+        with pytest.raises(errors.ExecutionError) as info:
+            exe.run(main, feed=feed, fetch_list=[y], **kwargs)
+        err = info.value
+        assert err.message == ("forward op 'log' produced a non-finite value: output 'Out' (variable '%s', "
+                               "float32 [1, 3]) holds -inf at element 1 [0, 1]" % y.name)
+        assert (err.op_type, err.block, err.op_index, err.var) == ("log", 0, 0, y.name)
+        assert err.notes == ["its inputs are finite: the op itself overflowed or divided by zero (a learning rate "
+                             "too high, log(0), x/0)"]
+    # A NaN fed in is reported at the first op that reads it, with a note saying where it came from.
+    with pytest.raises(errors.ExecutionError, match=r"holds nan at element 2 \[0, 2\]") as info:
+        paddlec.Executor().run(main, feed={"x": np.array([[1, 2, np.nan]], "float32")}, fetch_list=[y],
+                               check_nan_inf=True)
+    assert info.value.notes[0].startswith("its input 'X' (variable 'x') already holds nan at element 2: it was fed")
