@@ -12,6 +12,12 @@ list(FILTER PC_TESTING_SRCS EXCLUDE REGEX "_test\\.cc$")
 add_library(pc_testing STATIC ${PC_TESTING_SRCS} src/testing/empty.cc)
 target_link_libraries(pc_testing PUBLIC pc_test_main pc_driver)
 
+# Test code is compiled at -O1 in optimised builds: the kernels it calls are the library's (-O3), and
+# the test files took a quarter of the build's CPU time at -O3 and compile ~40 % faster at -O1.
+set(PC_TEST_OPT $<$<CONFIG:Release,RelWithDebInfo,MinSizeRel>:-O1>)
+target_compile_options(pc_test_main PRIVATE ${PC_TEST_OPT})
+target_compile_options(pc_testing PRIVATE ${PC_TEST_OPT})
+
 function(pc_layer_test layer)
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/${layer}/*_test.cc)
   if(NOT srcs)
@@ -20,6 +26,7 @@ function(pc_layer_test layer)
   add_executable(${layer}_test ${srcs})
   target_include_directories(${layer}_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src/${layer})
   target_link_libraries(${layer}_test PRIVATE pc_testing)
+  target_compile_options(${layer}_test PRIVATE ${PC_TEST_OPT})
   add_test(NAME ${layer}_test COMMAND ${layer}_test WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
   set_tests_properties(${layer}_test PROPERTIES LABELS "unit;${layer}")
 endfunction()
