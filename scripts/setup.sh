@@ -55,8 +55,13 @@ if [ "${1:-}" = "--no-build" ]; then exit 0; fi
 BUILD_DIR="${PADDLEC_BUILD_DIR:-build}"
 PYTHON="$PWD/.venv/bin/python"
 if [ ! -f "$BUILD_DIR/build.ninja" ] || ! grep -qx "Python3_EXECUTABLE:[A-Z]*=$PYTHON" "$BUILD_DIR/CMakeCache.txt"; then
+  # ccache where the machine has one (not installed here: a build without it is the same build).
+  launcher=()
+  if command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  fi
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE:FILEPATH="$PYTHON" \
-    ${PADDLEC_CMAKE_ARGS:-} >/dev/null
+    "${launcher[@]}" ${PADDLEC_CMAKE_ARGS:-} >/dev/null
 fi
 cmake --build "$BUILD_DIR"
 

@@ -190,7 +190,9 @@ TEST_CASE("interpolation gradients match central differences") {
 }
 
 // The CUDA kernels run interp_index.h's per-element bodies (InterpOutputAt, InterpGradAt): on the host
-// they must give the CPU kernels' results bit for bit (the CPU forward works from per-axis tables).
+// they must give the CPU kernels' results (the CPU forward works from per-axis tables) up to float
+// rounding: the weighted sums contract into FMAs differently at the library's -O3 and this file's -O1,
+// as they do under nvcc.
 TEST_CASE("interpolation's per-element bodies of the CUDA kernels match the CPU kernels") {
   const InterpCase cases[] = {
       {kBilinear, {2, 2, 4, 5}, {7, 9}, {}, true},
@@ -225,7 +227,7 @@ TEST_CASE("interpolation's per-element bodies of the CUDA kernels match the CPU 
     }
     std::vector<float> host(y.numel());
     for (int64_t q = 0; q < y.numel(); ++q) host[q] = ops::nn::InterpOutputAt(s, x.data<float>(), q);
-    ExpectClose(MakeTensor<float>(y.dims(), host), y, {0, 0}, "InterpOutputAt");
+    ExpectClose(MakeTensor<float>(y.dims(), host), y, {1e-7, 1e-6}, "InterpOutputAt");
     Tensor w = RandomTensor(DType::kFloat32, y.dims(), 99);
     OpTest g(std::string(c.op) + "_grad");
     g.Input("X", x).Input("Out@GRAD", w).Output("X@GRAD");
@@ -237,7 +239,7 @@ TEST_CASE("interpolation's per-element bodies of the CUDA kernels match the CPU 
     REQUIRE_OK(g.Run());
     std::vector<float> grad(x.numel());
     for (int64_t q = 0; q < x.numel(); ++q) grad[q] = ops::nn::InterpGradAt(s, w.data<float>(), q);
-    ExpectClose(MakeTensor<float>(c.x, grad), g.Out("X@GRAD"), {0, 0}, "InterpGradAt");
+    ExpectClose(MakeTensor<float>(c.x, grad), g.Out("X@GRAD"), {1e-7, 1e-6}, "InterpGradAt");
   }
 }
 
