@@ -81,6 +81,11 @@ std::string SourceLocation::ToString() const {
   return out;
 }
 
+Error& Error::Note(std::string note) & {
+  notes_.push_back(std::move(note));
+  return *this;
+}
+
 std::vector<std::string> Error::NotesFor(Frontend frontend) const {
   std::vector<std::string> out = notes_;
   if (frontend == Frontend::kPython)

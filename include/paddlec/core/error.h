@@ -77,10 +77,8 @@ class Error {
     return *this;
   }
   Error&& At(SourceLocation loc) && { return std::move(At(std::move(loc))); }
-  Error& Note(std::string note) & {
-    notes_.push_back(std::move(note));
-    return *this;
-  }
+  // Out of line (error.cc): inlined into every error path, GCC 12 warned falsely on the string move.
+  Error& Note(std::string note) &;
   Error&& Note(std::string note) && { return std::move(Note(std::move(note))); }
   /// A note that tells the user what to do, in each front end's terms: "--device=cpu" for the CLI,
   /// "Executor('cpu')" for Python.
