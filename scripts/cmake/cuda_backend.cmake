@@ -18,8 +18,8 @@ target_compile_options(paddlec_cuda PRIVATE
   "$<$<COMPILE_LANGUAGE:CXX>:-fvisibility=hidden>")
 # The host wrappers are short; parsing the CUDA runtime's and the registry's headers was a third of
 # each one's compile (CMake precompiles headers for C and C++ only: the .cu files are untouched).
-target_precompile_headers(paddlec_cuda PRIVATE <cuda_runtime.h> <functional> <memory> <string> <vector>
-                          ${CMAKE_CURRENT_SOURCE_DIR}/include/paddlec/ops/op_registry.h)
+pc_precompile_headers(paddlec_cuda <cuda_runtime.h> <functional> <memory> <string> <vector>
+                      ${CMAKE_CURRENT_SOURCE_DIR}/include/paddlec/ops/op_registry.h)
 set_target_properties(paddlec_cuda PROPERTIES CUDA_SEPARABLE_COMPILATION OFF
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 add_dependencies(paddlec paddlec_cuda)

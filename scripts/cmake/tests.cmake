@@ -28,8 +28,8 @@ function(pc_layer_test layer)
   target_link_libraries(${layer}_test PRIVATE pc_testing)
   target_compile_options(${layer}_test PRIVATE ${PC_TEST_OPT})
   # doctest and the op tester (which brings the protobuf-generated descriptors) in every test file.
-  target_precompile_headers(${layer}_test PRIVATE <doctest/doctest.h> <cmath> <string> <vector>
-                            ${CMAKE_CURRENT_SOURCE_DIR}/src/testing/op_tester.h)
+  pc_precompile_headers(${layer}_test <doctest/doctest.h> <cmath> <string> <vector>
+                        ${CMAKE_CURRENT_SOURCE_DIR}/src/testing/op_tester.h)
   add_test(NAME ${layer}_test COMMAND ${layer}_test WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
   set_tests_properties(${layer}_test PROPERTIES LABELS "unit;${layer}")
 endfunction()
