@@ -299,6 +299,10 @@ Status PadGradCpu(KernelContext& ctx, const PadAttrs& a) {
 
 /// The lengths of sequence_unpad (host values), checked against X's [batch, max_length].
 StatusOr<std::vector<int64_t>> UnpadLengths(const Tensor& x, const Tensor& length) {
+  // A fed Length of another dtype would otherwise be read as int64 past its end (ASan, test_errors.py).
+  if (length.dtype() != DType::kInt32 && length.dtype() != DType::kInt64)
+    return MakeError(ErrorCode::kRuntime, "sequence_unpad: Length must be int32 or int64, got {}",
+                     DTypeName(length.dtype()));
   std::vector<int64_t> lens(length.numel());
   for (int64_t i = 0; i < length.numel(); ++i)
     lens[i] = length.dtype() == DType::kInt32 ? length.data<int32_t>()[i] : length.data<int64_t>()[i];

@@ -166,6 +166,14 @@ TEST_CASE("sequence_pad and sequence_unpad invert each other; both have gradient
   Status st = short_pad.Run();
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message() == "sequence_pad: padded_length 2 is shorter than the longest sequence (3)");
+
+  // A float Length was read as int64, past the end of its buffer (found by the ASan run of test_errors.py).
+  OpTest float_len("sequence_unpad");
+  float_len.Input("X", RandomTensor(DType::kFloat32, {3, 3, 2}, 7)).Input("Length", MakeTensor<float>({3}, {3, 0, 1}));
+  float_len.Output("Out");
+  st = float_len.Run();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message() == "sequence_unpad: Length must be int32 or int64, got float32");
 }
 
 TEST_CASE("sequence_reverse reverses rows within sequences; its gradient checks") {
