@@ -4,8 +4,10 @@
 # the pytest suite under them. The Python interpreter itself is not instrumented, so the sanitizer
 # runtimes are LD_PRELOADed into it, and the package is assembled in build-asan/pyroot (put first on
 # PYTHONPATH) from tools/python and the instrumented module. Leak checking is on for the C++ tests and
-# off in Python (the interpreter keeps its objects alive at exit by design). The interop suite runs
-# only where its PaddlePaddle wheel is installed; that wheel's own code is not instrumented.
+# off in Python (the interpreter keeps its objects alive at exit by design). Two pytest parts do not
+# run here: the interop suite (PaddlePaddle's library loader fails with the sanitizer runtimes
+# preloaded) and the repaired-wheel test (it would carry the instrumented libraries into a clean
+# virtualenv without the preload).
 # Arguments go to ctest. Exits non-zero on any failure or sanitizer report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,10 @@ cmake --build "$BUILD"
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# Open MPI never frees some of its own allocations: suppressed (scripts/lsan_suppressions.txt), with its
+# plugins kept loaded so that the frames carry their library's name.
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan_suppressions.txt"
+export OMPI_MCA_mca_base_component_disable_dlclose=1
 status=0
 ctest --test-dir "$BUILD" --output-on-failure -LE "bench|gpu|docs|setup" "$@" || status=$?
 
@@ -33,5 +39,7 @@ cp -r tools/python/paddlec "$PYROOT/paddlec"
 cp "$BUILD"/python/paddlec/*.so "$PYROOT/paddlec/"
 PRELOAD="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libubsan.so)"
 ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" LD_PRELOAD="$PRELOAD" PYTHONPATH="$PWD/$PYROOT" \
-  PADDLEC_BUILD_DIR="$PWD/$BUILD" .venv/bin/python -m pytest tools/python/tests -q -p no:cacheprovider || status=$?
+  PADDLEC_BUILD_DIR="$PWD/$BUILD" .venv/bin/python -m pytest tools/python/tests -q -p no:cacheprovider \
+  --ignore=tools/python/tests/interop \
+  -k "not test_the_repaired_wheel_installs_and_runs_anywhere" || status=$?
 exit $status
