@@ -116,11 +116,10 @@ Status InferMask(InferShapeContext& ctx) {
 template <class T>
 Status PoolCpu(KernelContext& ctx, const PoolAttrs& a) {
   const Tensor& x = ctx.In(pool::kX);
-  PC_ASSIGN_OR_RETURN(const auto* seq, Sequences(x, "sequence_pool", "X"));
-  const int64_t n = static_cast<int64_t>(seq->size()) - 1, w = RowWidth(x.dims());
-  PC_RETURN_IF_ERROR(ctx.ResizeOut(pool::kOut, WithRows(x.dims(), n), x.dtype()));
-  Tensor* index = ctx.OutOpt(pool::kMaxIndex);
-  if (index != nullptr) PC_RETURN_IF_ERROR(ctx.ResizeOut(pool::kMaxIndex, WithRows(x.dims(), n), DType::kInt32));
+  PC_ASSIGN_OR_RETURN(const PoolPlan plan, PlanPool(ctx));
+  const auto* seq = plan.seq;
+  const int64_t n = plan.sequences, w = plan.width;
+  Tensor* index = plan.index;
   const T* xs = x.data<T>();
   T* out = ctx.Out(pool::kOut).data<T>();
   int32_t* idx = index ? index->data<int32_t>() : nullptr;

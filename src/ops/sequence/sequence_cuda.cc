@@ -77,11 +77,10 @@ std::vector<int64_t> ReverseMap(const std::vector<uint64_t>& seq) {
 template <class T>
 Status PoolCuda(KernelContext& ctx, const PoolAttrs& a, Uploads& up) {
   const Tensor& x = ctx.In(pool::kX);
-  PC_ASSIGN_OR_RETURN(const auto* seq, Sequences(x, "sequence_pool", "X"));
-  const int64_t n = static_cast<int64_t>(seq->size()) - 1, w = RowWidth(x.dims());
-  PC_RETURN_IF_ERROR(ctx.ResizeOut(pool::kOut, WithRows(x.dims(), n), x.dtype()));
-  Tensor* index = ctx.OutOpt(pool::kMaxIndex);
-  if (index != nullptr) PC_RETURN_IF_ERROR(ctx.ResizeOut(pool::kMaxIndex, WithRows(x.dims(), n), DType::kInt32));
+  PC_ASSIGN_OR_RETURN(const PoolPlan plan, PlanPool(ctx));
+  const auto* seq = plan.seq;
+  const int64_t n = plan.sequences, w = plan.width;
+  Tensor* index = plan.index;
   PC_ASSIGN_OR_RETURN(const int64_t* off, up.Put(ctx, 0, Signed(*seq)));
   ctx.Out(pool::kOut).mutable_lod() = OuterLoD(x.lod());
   return cuda::Launched(

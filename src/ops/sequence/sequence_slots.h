@@ -157,6 +157,27 @@ inline runtime::LoD OuterLoD(const runtime::LoD& lod) {
 
 /// sequence_pad's geometry: the sequences of X, the padded length (padded_length, or the longest
 /// sequence when it is -1) and Out's dims [sequences, length, row dims of X...].
+/// sequence_pool before it computes, on either device: X's sequences, and Out (and MaxIndex, when
+/// asked for) sized to one row per sequence.
+struct PoolPlan {
+  const std::vector<uint64_t>* seq = nullptr;
+  int64_t sequences = 0, width = 0;
+  Tensor* index = nullptr;  // MaxIndex, or null
+};
+
+inline StatusOr<PoolPlan> PlanPool(KernelContext& ctx) {
+  const Tensor& x = ctx.In(pool::kX);
+  PoolPlan p;
+  PC_ASSIGN_OR_RETURN(p.seq, Sequences(x, "sequence_pool", "X"));
+  p.sequences = static_cast<int64_t>(p.seq->size()) - 1;
+  p.width = RowWidth(x.dims());
+  PC_RETURN_IF_ERROR(ctx.ResizeOut(pool::kOut, WithRows(x.dims(), p.sequences), x.dtype()));
+  p.index = ctx.OutOpt(pool::kMaxIndex);
+  if (p.index != nullptr)
+    PC_RETURN_IF_ERROR(ctx.ResizeOut(pool::kMaxIndex, WithRows(x.dims(), p.sequences), DType::kInt32));
+  return p;
+}
+
 struct PadPlan {
   const std::vector<uint64_t>* seq = nullptr;
   int64_t sequences = 0, length = 0, width = 0;
