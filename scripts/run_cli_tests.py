@@ -87,7 +87,12 @@ def run(paddlec, args, root, env_extra=None, timeout=120, ranks=0):
     launcher = []
     if ranks:
         launcher = ["mpirun", "-np", str(ranks), "--oversubscribe"] + (["--allow-run-as-root"] if os.getuid() == 0 else [])
-        launcher += [a for name in env_extra or {} for a in ("-x", name)]  # exported to every rank
+        # Exported to every rank: with -x, or through Open MPI's mca_base_env_list where the caller set
+        # one (scripts/sanitize.sh does), since mpirun refuses the two together.
+        if env.get("OMPI_MCA_mca_base_env_list") and env_extra:
+            env["OMPI_MCA_mca_base_env_list"] += "".join(";" + name for name in env_extra)
+        else:
+            launcher += [a for name in env_extra or {} for a in ("-x", name)]
     return subprocess.run(launcher + [paddlec] + args, cwd=root, capture_output=True, text=True, timeout=timeout,
                           env=env)
 
