@@ -73,6 +73,20 @@ StatusOr<bool> ReadCondition(runtime::DeviceContext& device, const Tensor& c, st
   return host.data<bool>()[0];
 }
 
+namespace {
+
+// The gradients a gradient block writes, per input of its op: input@GRAD where the op's gradient
+// output is not @EMPTY@, else empty. (The op's own output may be a renamed partial of input@GRAD.)
+std::vector<std::string> BlockGradNames(const std::vector<std::string>& inputs,
+                                        const std::vector<std::string>& input_grads) {
+  std::vector<std::string> out(input_grads.size());
+  for (size_t i = 0; i < input_grads.size() && i < inputs.size(); ++i)
+    if (input_grads[i] != ir::kEmptyVarName) out[i] = ir::GradVarName(inputs[i]);
+  return out;
+}
+
+}  // namespace
+
 // ---- conditional_block ---------------------------------------------------------------------------
 
 ConditionalBlockRun::ConditionalBlockRun(const KernelInit& init)
@@ -102,7 +116,8 @@ ConditionalBlockGradKernel::ConditionalBlockGradKernel(const KernelInit& init)
     : block_(init.attrs.Get<int>("sub_block")),
       device_(init.device),
       factory_(init.scoped_sub_blocks),
-      input_grad_(SlotArgs(init.attrs.op().outputs(), "Input@GRAD")) {}
+      block_grad_(BlockGradNames(SlotArgs(init.attrs.op().inputs(), "Input"),
+                                 SlotArgs(init.attrs.op().outputs(), "Input@GRAD"))) {}
 
 Status ConditionalBlockGradKernel::Run(KernelContext& ctx) {
   if (factory_ == nullptr)
@@ -125,16 +140,16 @@ Status ConditionalBlockGradKernel::Run(KernelContext& ctx) {
     ~Drop() { parent->DeleteChild(child); }
   } drop{forward, &g};
   // Local, so the gradient block writes them here (the enclosing scope may hold variables of the name).
-  for (int i = 0; i < n && i < static_cast<int>(input_grad_.size()); ++i)
-    if (input_grad_[i] != ir::kEmptyVarName) g.Var(input_grad_[i]);
+  for (int i = 0; i < n && i < static_cast<int>(block_grad_.size()); ++i)
+    if (!block_grad_[i].empty()) g.Var(block_grad_[i]);
   {
     PC_ASSIGN_OR_RETURN(auto runner, (*factory_)(block_, g));
     PC_RETURN_IF_ERROR(runner->Run());
   }
-  for (int i = 0; i < n && i < static_cast<int>(input_grad_.size()); ++i) {
+  for (int i = 0; i < n && i < static_cast<int>(block_grad_.size()); ++i) {
     Tensor* out = ctx.OutOpt(cond_grad::kInputGrad, i);
-    if (out == nullptr) continue;
-    runtime::Variable* v = g.FindLocal(input_grad_[i]);
+    if (out == nullptr || block_grad_[i].empty()) continue;
+    runtime::Variable* v = g.FindLocal(block_grad_[i]);
     if (v != nullptr && v->tensor().initialized()) {
       PC_ASSIGN_OR_RETURN(*out, DeepCopy(*device_, v->tensor()));
     } else {
@@ -218,7 +233,8 @@ WhileGradKernel::WhileGradKernel(const KernelInit& init)
       x_(SlotArgs(init.attrs.op().inputs(), "X")),
       x_grad_(SlotArgs(init.attrs.op().outputs(), "X@GRAD")),
       out_(SlotArgs(init.attrs.op().inputs(), "Out")),
-      out_grad_(SlotArgs(init.attrs.op().inputs(), "Out@GRAD")) {}
+      out_grad_(SlotArgs(init.attrs.op().inputs(), "Out@GRAD")),
+      block_x_grad_(BlockGradNames(x_, x_grad_)) {}
 
 Status WhileGradKernel::Run(KernelContext& ctx) {
   if (factory_ == nullptr) return MakeError(ErrorCode::kInternal, "while_grad needs the runtime's sub-block runner");
@@ -264,7 +280,7 @@ Status WhileGradKernel::Run(KernelContext& ctx) {
     }
     // Local, so the gradient block's writes stay in this step until added up.
     for (size_t j = 0; j < x_.size(); ++j)
-      if (summed[j]) g.Var(x_grad_[j]);
+      if (summed[j]) g.Var(block_x_grad_[j]);
     {
       PC_ASSIGN_OR_RETURN(auto runner, (*factory_)(block_, g));
       PC_RETURN_IF_ERROR(runner->Run());
@@ -280,7 +296,7 @@ Status WhileGradKernel::Run(KernelContext& ctx) {
     }
     for (size_t j = 0; j < x_.size(); ++j) {
       if (!summed[j]) continue;
-      runtime::Variable* v = g.FindLocal(x_grad_[j]);
+      runtime::Variable* v = g.FindLocal(block_x_grad_[j]);
       if (v != nullptr && v->tensor().initialized()) PC_RETURN_IF_ERROR(AddTo(*device_, sums[j], v->tensor()));
     }
   }

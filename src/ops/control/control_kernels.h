@@ -98,7 +98,9 @@ class ConditionalBlockGradKernel final : public OpKernel {
   int block_;
   runtime::DeviceContext* device_;
   const ScopedSubBlockFactory* factory_;
-  std::vector<std::string> input_grad_;
+  // Per Input: the gradient the block writes (input@GRAD), or empty where none is asked for. The op's
+  // Input@GRAD argument may be another name: the backward pass renames a gradient with several writers.
+  std::vector<std::string> block_grad_;
 };
 
 class WhileKernel final : public OpKernel {
@@ -133,6 +135,7 @@ class WhileGradKernel final : public OpKernel {
   runtime::DeviceContext* device_;
   const ScopedSubBlockFactory* factory_;
   std::vector<std::string> x_, x_grad_, out_, out_grad_;
+  std::vector<std::string> block_x_grad_;  // as ConditionalBlockGradKernel::block_grad_, per X
 };
 
 }  // namespace paddlec::ops::control
