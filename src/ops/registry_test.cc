@@ -5,6 +5,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -130,6 +131,16 @@ TEST_CASE("GreaterThan / LessThan bounds are exclusive: declared, described and 
   CHECK(AttrValueProblem(MakeAttr("rate", 0.99f), rate).empty());
   CHECK(AttrValueProblem(MakeAttr("count", 4), count) == "value 4 is out of range: must be < 4");
   CHECK(AttrValueProblem(MakeAttr("count", 3), count).empty());
+
+  // A registered op declares one: hard_swish divides by `scale`.
+  const OpInfo* hard_swish = GlobalOpRegistry().Find("hard_swish");
+  REQUIRE(hard_swish != nullptr);
+  const auto& attrs = hard_swish->proto().attrs();
+  auto divisor = std::find_if(attrs.begin(), attrs.end(), [](const auto& a) { return a.name() == "scale"; });
+  REQUIRE(divisor != attrs.end());
+  CHECK(AttrBoundsText(*divisor, +number) == "> 0");
+  CHECK(AttrValueProblem(MakeAttr("scale", 0.0f), *divisor) == "value 0 is out of range: must be > 0");
+  CHECK(AttrValueProblem(MakeAttr("scale", 6.0f), *divisor).empty());
 }
 
 }  // namespace

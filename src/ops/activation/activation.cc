@@ -394,6 +394,7 @@ void Describe(OpBuilder& op, Activation kind) {
           .Attr("threshold", 6.0f, "The cap of X + offset (PaddlePaddle 2.x attribute; 3.x fixes it at 6).")
           .ExtraAttr()
           .Attr("scale", 6.0f, "The divisor (PaddlePaddle 2.x attribute; 3.x fixes it at 6).")
+          .GreaterThan(0)  // a divisor: 0 gives inf and NaN, a negative one flips the curve
           .ExtraAttr()
           .Attr("offset", 3.0f, "Added to X before capping (PaddlePaddle 2.x attribute; 3.x fixes it at 3).")
           .ExtraAttr();

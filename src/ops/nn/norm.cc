@@ -490,7 +490,7 @@ void RegisterNormOps(OpRegistry& r) {
       .Attr("epsilon", 1e-5f, "Added to the variance before the square root.")
       .Range(0.0, 0.001)
       .Attr("begin_norm_axis", 1, "The first axis of the normalized block; the axes before it index the rows.")
-      .Min(1)
+      .GreaterThan(0)  // declared as PaddlePaddle declares it: at least one axis indexes the rows
       .Attr("is_test", false, "PaddlePaddle hint: inference only; ignored.")
       .ExtraAttr()
       .InferShape(InferLayerNorm)

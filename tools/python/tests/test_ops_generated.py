@@ -112,6 +112,8 @@ def test_outputs_are_created_and_returned_per_proto():
      "op 'transpose2': attribute 'axis' (INTS) takes an int, got float 1.5"),
     (lambda x: ops.dropout(x=x, dropout_prob=1.5), ValueError,
      "op 'dropout': attribute 'dropout_prob' value 1.5 is out of range: must be [0, 1]"),
+    (lambda x: ops.layer_norm(x=x, begin_norm_axis=0), ValueError,
+     "op 'layer_norm': attribute 'begin_norm_axis' value 0 is out of range: must be > 0"),
     (lambda x: ops.dropout(x=x, dropout_implementation="up"), ValueError,
      "op 'dropout': attribute 'dropout_implementation' value 'up' is not allowed: expected one of "
      "'downgrade_in_infer', 'upscale_in_train'"),
