@@ -445,5 +445,6 @@ def _core_dtype(name):
 
 
 from paddlec.control_flow import While, cond, fill_constant  # noqa: E402  (control flow over sub-blocks)
+from paddlec.rnn import DynamicRNN, StaticRNN  # noqa: E402  (recurrences built on While)
 
-__all__ += ["While", "cond", "fill_constant"]
+__all__ += ["While", "cond", "fill_constant", "StaticRNN", "DynamicRNN"]
