@@ -6,6 +6,7 @@ order, and the state after each image's last row is classified by a last fc.
 
     python3 configs/dynamic_rnn_rows.py --epochs 3                       # the full run (README: Sequences)
     python3 configs/dynamic_rnn_rows.py --train 2000 --test 500 --epochs 1   # a quick one
+    python3 configs/dynamic_rnn_rows.py -o rnn.pb      # the forward program, for `paddlec train rnn.pb`
 """
 
 import argparse
@@ -43,22 +44,28 @@ def gru_cell(x, h, size):
     return h + update * (candidate - h)
 
 
+def network(hidden=128, projection=64):
+    """The forward network in the current program: (logits, label, loss)."""
+    rows = layers.data("rows", [ROW], lod_level=1)
+    label = layers.data("label", [1], dtype="int64")
+    projected = layers.fc(rows, projection, act="relu", name="row")  # keeps the sequences
+    drnn = layers.DynamicRNN()
+    with drnn.block():
+        x = drnn.step_input(projected)
+        h = drnn.memory(shape=[hidden], value=0.0)
+        drnn.update_memory(h, gru_cell(x, h, hidden))
+    last = drnn.final_memory(h)  # the state after each image's last row
+    logits = layers.fc(last, 10, name="out")
+    loss = layers.mean(layers.softmax_with_cross_entropy(logits, label), name="loss")
+    return logits, label, loss
+
+
 def build(hidden=128, projection=64, seed=1):
     """(main, startup, test program, loss, accuracy)."""
     main, startup = paddlec.Program(), paddlec.Program()
     main.random_seed = startup.random_seed = seed
     with paddlec.program_guard(main, startup):
-        rows = layers.data("rows", [ROW], lod_level=1)
-        label = layers.data("label", [1], dtype="int64")
-        projected = layers.fc(rows, projection, act="relu", name="row")  # keeps the sequences
-        drnn = layers.DynamicRNN()
-        with drnn.block():
-            x = drnn.step_input(projected)
-            h = drnn.memory(shape=[hidden], value=0.0)
-            drnn.update_memory(h, gru_cell(x, h, hidden))
-        last = drnn.final_memory(h)  # the state after each image's last row
-        logits = layers.fc(last, 10, name="out")
-        loss = layers.mean(layers.softmax_with_cross_entropy(logits, label))
+        logits, label, loss = network(hidden, projection)
         acc = layers.accuracy(layers.softmax(logits), label)
         test = main.clone(for_test=True)
         paddlec.optimizer.Adam(learning_rate=2e-3).minimize(loss)
@@ -106,7 +113,15 @@ def main(argv=None):
     parser.add_argument("--train", type=int, default=None, help="use only the first N training images")
     parser.add_argument("--test", type=int, default=None, help="evaluate on the first N test images")
     parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("-o", "--output", help="write the forward program here (.pb, .pbtxt or .json) instead "
+                        "of training: `paddlec train` reads each image as a sequence of rows when its input is one")
     args = parser.parse_args(argv)
+    if args.output:
+        main_program = paddlec.Program()
+        with paddlec.program_guard(main_program, paddlec.Program()):
+            network()
+        main_program.save(args.output)
+        return
     train(args.train, args.test, args.epochs, args.batch_size)
 
 

@@ -39,9 +39,14 @@ double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 struct Interface {
   std::string image, label, loss, predictions;
   Dims image_dims, label_dims;  // declared, batch dim -1
+  // The image input is a sequence batch (lod_level 1) of rows [-1, width]: each image is fed as its
+  // rows up to the last one with ink, so that the sequences' lengths differ (a recurrent network's
+  // input, configs/dynamic_rnn_rows.py).
+  bool rows = false;
 };
 
-StatusOr<Interface> FindInterface(ir::Module& m, const TrainOptions& o, int64_t pixels, int64_t classes) {
+StatusOr<Interface> FindInterface(ir::Module& m, const TrainOptions& o, int64_t width, int64_t pixels,
+                                  int64_t classes) {
   Interface io;
   ir::Block& b = m.main().global_block();
   for (const auto& f : m.compiled().feed_targets()) {
@@ -59,7 +64,16 @@ StatusOr<Interface> FindInterface(ir::Module& m, const TrainOptions& o, int64_t 
     if (v == nullptr) return MakeError(ErrorCode::kNotFound, "the program has no variable '{}'", *name);
     PC_ASSIGN_OR_RETURN(*dims, ir::VarDims(*v));
   }
-  if (io.image_dims.rank() < 2 || io.image_dims.Product(1, io.image_dims.rank()) != pixels)
+  const pb::VarDesc* image = b.FindVar(io.image);
+  io.rows = image->type().has_lod_tensor() && image->type().lod_tensor().lod_level() > 0;
+  if (io.rows && (io.image_dims.rank() != 2 || io.image_dims[1] != width))
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "input '{}' is a sequence batch of shape {}, which does not hold {}-pixel image rows", io.image,
+                     io.image_dims.ToString(), width)
+        .Note(fmt::format("declare it [-1, {}] with lod_level 1 (each image a sequence of its rows), or [-1, {}] "
+                          "without a LoD",
+                          width, pixels));
+  if (!io.rows && (io.image_dims.rank() < 2 || io.image_dims.Product(1, io.image_dims.rank()) != pixels))
     return MakeError(ErrorCode::kInvalidArgument, "input '{}' has shape {}, which does not hold {}-pixel images",
                      io.image, io.image_dims.ToString(), pixels);
   if (io.label_dims.Product(1, io.label_dims.rank()) != 1)
@@ -91,8 +105,11 @@ void FillBatch(const io::ClassificationSet& set, const std::vector<int64_t>& ord
                const Interface& io, DType label_type, runtime::Tensor& images, runtime::Tensor& labels,
                runtime::Allocator& alloc) {
   int64_t n = end - begin, pixels = set.height * set.width;
+  std::vector<uint64_t> offsets{0};  // rows: where each image's rows start
+  if (io.rows)
+    for (int64_t i = 0; i < n; ++i) offsets.push_back(offsets.back() + set.InkedRows(order[begin + i]));
   Dims idims = io.image_dims;
-  idims[0] = n;
+  idims[0] = io.rows ? static_cast<int64_t>(offsets.back()) : n;
   Dims ldims = io.label_dims;
   ldims[0] = n;
   images.Set(DType::kFloat32, idims);
@@ -100,8 +117,16 @@ void FillBatch(const io::ClassificationSet& set, const std::vector<int64_t>& ord
   (void)images.Allocate(alloc);
   (void)labels.Allocate(alloc);
   float* ip = images.data<float>();
-  for (int64_t i = 0; i < n; ++i)
-    std::memcpy(ip + i * pixels, set.images.data() + order[begin + i] * pixels, pixels * sizeof(float));
+  images.mutable_lod().clear();
+  if (io.rows) {
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(ip + offsets[i] * set.width, set.images.data() + order[begin + i] * pixels,
+                  (offsets[i + 1] - offsets[i]) * set.width * sizeof(float));
+    images.mutable_lod() = {std::move(offsets)};
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(ip + i * pixels, set.images.data() + order[begin + i] * pixels, pixels * sizeof(float));
+  }
   for (int64_t i = 0; i < n; ++i) {
     int64_t l = set.labels[order[begin + i]];
     if (label_type == DType::kInt64) labels.data<int64_t>()[i] = l;
@@ -187,7 +212,7 @@ class Trainer {
                        "'{}' was compiled without the data-parallel pass: its ranks would not average gradients",
                        o_.program)
           .Note("compile it with --data-parallel, or pass the forward program");
-    PC_ASSIGN_OR_RETURN(io_, FindInterface(m, o_, data_.train.height * data_.train.width, classes_));
+    PC_ASSIGN_OR_RETURN(io_, FindInterface(m, o_, data_.train.width, data_.train.height * data_.train.width, classes_));
     label_type_ = ir::VarDType(*m.main().global_block().FindVar(io_.label));
     const auto& params = m.compiled().parameters();
     param_names_.assign(params.begin(), params.end());

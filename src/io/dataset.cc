@@ -80,6 +80,14 @@ int64_t ClassificationSet::num_classes() const {
   return m + 1;
 }
 
+int64_t ClassificationSet::InkedRows(int64_t i) const {
+  const float* image = images.data() + i * height * width;
+  for (int64_t r = height; r > 1; --r)
+    for (int64_t c = 0; c < width; ++c)
+      if (image[(r - 1) * width + c] != blank) return r;
+  return 1;  // a blank image is one blank row: a sequence cannot be empty
+}
+
 StatusOr<ImageDataset> LoadImageDataset(const std::string& dir, Normalization norm) {
   auto find = [&](const std::string& stem) -> StatusOr<std::string> {
     for (const char* ext : {".gz", ""})
@@ -119,8 +127,10 @@ StatusOr<ImageDataset> LoadImageDataset(const std::string& dir, Normalization no
     double n = static_cast<double>(ds.train.images.size());
     float mean = static_cast<float>(sum / n);
     float std = static_cast<float>(std::sqrt(std::max(1e-12, sq / n - (sum / n) * (sum / n))));
-    for (auto* set : {&ds.train, &ds.test})
+    for (auto* set : {&ds.train, &ds.test}) {
       for (float& v : set->images) v = (v - mean) / std;
+      set->blank = (0.0f - mean) / std;
+    }
   }
   return ds;
 }

@@ -1,10 +1,11 @@
-// Tests of the io layer: .npy files and PaddlePaddle parameter files.
+// Tests of the io layer: .npy files, PaddlePaddle parameter files and the image datasets.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "paddlec/core/file.h"
+#include "paddlec/io/dataset.h"
 #include "paddlec/exec/executor.h"
 #include "paddlec/io/npy.h"
 #include "paddlec/io/params.h"
@@ -158,6 +159,20 @@ TEST_CASE("Saving a parameter that holds no value writes nothing") {
   Status st = SaveParams(dir / "p", {"missing"}, scope, **device);
   REQUIRE_FALSE(st.ok());
   CHECK_FALSE(std::filesystem::exists(dir / "p"));
+}
+
+TEST_CASE("An image read as a sequence of rows ends at its last row with ink") {
+  // Three 4x2 images: ink in rows 0 and 2 (so 3 rows, the blank row 1 inside is kept), none, all.
+  ClassificationSet set{.count = 3, .height = 4, .width = 2};
+  set.images = {1, 0, 0, 0, 0, 5, 0, 0, /**/ 0, 0, 0, 0, 0, 0, 0, 0, /**/ 0, 0, 0, 0, 0, 0, 0, 1};
+  CHECK(set.InkedRows(0) == 3);
+  CHECK(set.InkedRows(1) == 1);  // a blank image is one row: a sequence is never empty
+  CHECK(set.InkedRows(2) == 4);
+  // After mean/std normalization a blank pixel is no longer 0: `blank` says what it is.
+  for (float& v : set.images) v = v * 0.5f - 0.25f;
+  set.blank = -0.25f;
+  CHECK(set.InkedRows(0) == 3);
+  CHECK(set.InkedRows(1) == 1);
 }
 
 }  // namespace

@@ -30,7 +30,10 @@ struct ClassificationSet {
   int64_t count = 0, height = 0, width = 0;
   std::vector<float> images;
   std::vector<int64_t> labels;
+  float blank = 0;  // what a pixel without ink (0) is after normalization
   int64_t num_classes() const;
+  /// Rows of image `i` up to its last row with ink (at least 1): its length read as a sequence of rows.
+  int64_t InkedRows(int64_t i) const;
 };
 
 struct ImageDataset {

@@ -1,10 +1,14 @@
 """Recurrent layers built on the while op (paddlec/rnn.py): StaticRNN over dense [T, B, D] inputs and
 DynamicRNN over LoD sequences of different lengths, against NumPy recurrences; their gradients (of the
 weights, the first state and the input) against finite differences in float64; the LoD of
-DynamicRNN's output; the errors of misuse; and a reduced run of configs/dynamic_rnn_rows.py."""
+DynamicRNN's output; the errors of misuse; and reduced runs of configs/dynamic_rnn_rows.py, from Python
+and through `paddlec train`."""
 
 import importlib.util
 import pathlib
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -319,3 +323,30 @@ def test_reduced_dynamic_rnn_fashion_mnist_run_learns():
     spec.loader.exec_module(module)
     accuracy, _, steps = module.train(train_limit=3840, test_limit=500, epochs=1, log=lambda *_: None)
     assert steps == 30 and accuracy > 0.6
+
+
+def test_the_cli_trains_the_dynamic_rnn_on_images_read_as_rows(tmp_path, cli):
+    """`paddlec train` feeds an image input declared as a sequence of rows ([-1, 28], lod_level 1) each
+    image's rows up to its last inked one, and differentiates the while loop in C++."""
+    program = tmp_path / "rnn.pb"
+    subprocess.run([sys.executable, str(REPO / "configs" / "dynamic_rnn_rows.py"), "-o", str(program)], check=True)
+    done = subprocess.run([cli, "train", str(program), "--limit-train", "1280", "--limit-test", "500", "--epochs", "1",
+                           "--batch-size", "64", "--lr", "2e-3", "--no-progress"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    accuracy = float(re.search(r"test accuracy ([\d.]+)%", done.stdout).group(1))
+    assert accuracy > 45, done.stdout  # 20 steps; chance is 10 %
+
+
+def test_the_cli_refuses_row_sequences_of_another_width(tmp_path, cli):
+    main = paddlec.Program()
+    with paddlec.program_guard(main, paddlec.Program()):
+        rows = layers.data("rows", [27], lod_level=1)
+        label = layers.data("label", [1], dtype="int64")
+        logits = layers.fc(layers.sequence_pool(rows, "max"), 10)
+        layers.mean(layers.softmax_with_cross_entropy(logits, label))
+    main.save(str(tmp_path / "rows27.pb"))
+    done = subprocess.run([cli, "train", str(tmp_path / "rows27.pb"), "--limit-train", "64", "--no-progress"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == ("error: input 'rows' is a sequence batch of shape [-1, 27], which does "
+                                           "not hold 28-pixel image rows")
