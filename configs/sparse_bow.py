@@ -8,6 +8,7 @@ step therefore costs the same whatever the vocabulary:
 
     python3 configs/sparse_bow.py --vocab 10000 --vocab 100000 --vocab 1000000 --steps 50
     python3 configs/sparse_bow.py --vocab 100000 --epochs 2 --dense   # compare: a dense gradient
+    python3 configs/sparse_bow.py --vocab 100000 -o bow.pb    # the forward program, for `paddlec train --lazy`
 """
 
 import argparse
@@ -38,19 +39,25 @@ def pattern_ids(images, vocab):
     return np.concatenate(ids).reshape(-1, 1), [np.concatenate([[0], np.cumsum(lengths)]).tolist()]
 
 
+def network(vocab, dim=64, sparse=True):
+    """The forward network in the current program: (logits, label, loss)."""
+    words = layers.data("words", [1], dtype="int64", lod_level=1)
+    label = layers.data("label", [1], dtype="int64")
+    # The same initial scale whatever the vocabulary (Xavier's would shrink with it).
+    emb = layers.embedding(words, [vocab, dim], is_sparse=sparse, name="bow",
+                           param_attr=paddlec.ParamAttr(initializer=paddlec.initializer.Uniform(-0.05, 0.05)))
+    bag = layers.sequence_pool(emb, "sum")
+    hidden = layers.fc(bag, 128, act="relu", name="hidden")
+    logits = layers.fc(hidden, 10, name="out")
+    loss = layers.mean(layers.softmax_with_cross_entropy(logits, label), name="loss")
+    return logits, label, loss
+
+
 def build(vocab, dim=64, sparse=True, seed=1):
     main, startup = paddlec.Program(), paddlec.Program()
     main.random_seed = startup.random_seed = seed
     with paddlec.program_guard(main, startup):
-        words = layers.data("words", [1], dtype="int64", lod_level=1)
-        label = layers.data("label", [1], dtype="int64")
-        # The same initial scale whatever the vocabulary (Xavier's would shrink with it).
-        emb = layers.embedding(words, [vocab, dim], is_sparse=sparse, name="bow",
-                               param_attr=paddlec.ParamAttr(initializer=paddlec.initializer.Uniform(-0.05, 0.05)))
-        bag = layers.sequence_pool(emb, "sum")
-        hidden = layers.fc(bag, 128, act="relu", name="hidden")
-        logits = layers.fc(hidden, 10, name="out")
-        loss = layers.mean(layers.softmax_with_cross_entropy(logits, label))
+        logits, label, loss = network(vocab, dim, sparse)
         acc = layers.accuracy(layers.softmax(logits), label)
         test = main.clone(for_test=True)
         paddlec.optimizer.Adam(learning_rate=2e-3, lazy_mode=sparse).minimize(loss)
@@ -104,7 +111,18 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--dense", action="store_true", help="a dense embedding gradient (for comparison)")
+    parser.add_argument("-o", "--output", help="write the forward program (of the one --vocab) here (.pb, .pbtxt or "
+                        ".json) instead of training: `paddlec train` feeds each image's pattern ids to its int64 "
+                        "sequence input")
     args = parser.parse_args(argv)
+    if args.output:
+        if len(args.vocab or []) > 1:
+            parser.error("-o writes one program: give at most one --vocab")
+        main_program = paddlec.Program()
+        with paddlec.program_guard(main_program, paddlec.Program()):
+            network((args.vocab or [100000])[0], sparse=not args.dense)
+        main_program.save(args.output)
+        return
     for vocab in args.vocab or [100000]:
         run(vocab, args.steps, args.epochs, args.batch_size, sparse=not args.dense)
 

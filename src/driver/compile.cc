@@ -49,6 +49,7 @@ std::string BasePipeline(const CompileOptions& o) {
   std::string opt = fmt::format("optimizer{{type={},lr={}", o.optimizer, o.lr);
   if (o.optimizer == "momentum") opt += fmt::format(",momentum={},nesterov={}", o.momentum, o.nesterov);
   if (o.optimizer == "adam") opt += fmt::format(",beta1={},beta2={},epsilon={}", o.beta1, o.beta2, o.epsilon);
+  if (o.optimizer == "adam" && o.lazy) opt += ",lazy_mode=true";
   if (o.weight_decay > 0) opt += fmt::format(",weight_decay={}", o.weight_decay);
   if (o.clip_norm > 0) opt += fmt::format(",clip_norm={}", o.clip_norm);
   opt += "}";

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -36,14 +37,43 @@ constexpr char kDefaultFashionMnist[] = "/usr/share/datasets/fashion-mnist";
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 /// What the training loop feeds and reads, found from the program unless given.
+/// How the images are fed, chosen by the image input's declaration.
+enum class ImageFeed {
+  kPixels,    // a plain tensor of H*W pixels per image ([-1, 784], [-1, 1, 28, 28])
+  kRows,      // a sequence batch (lod_level 1) of rows [-1, W]: each image's rows up to the last one with
+              // ink, so that the lengths differ (a recurrent network's input, configs/dynamic_rnn_rows.py)
+  kPatterns,  // a sequence batch of int64 ids [-1, 1]: each image's bag of hashed 4x4 pixel patterns, the
+              // vocabulary being the rows of the embedding table they index (configs/sparse_bow.py)
+};
+
 struct Interface {
   std::string image, label, loss, predictions;
   Dims image_dims, label_dims;  // declared, batch dim -1
-  // The image input is a sequence batch (lod_level 1) of rows [-1, width]: each image is fed as its
-  // rows up to the last one with ink, so that the sequences' lengths differ (a recurrent network's
-  // input, configs/dynamic_rnn_rows.py).
-  bool rows = false;
+  ImageFeed feed = ImageFeed::kPixels;
+  int64_t vocab = 0;  // kPatterns
 };
+
+bool IsSequence(const pb::VarDesc* v) {
+  return v != nullptr && v->type().has_lod_tensor() && v->type().lod_tensor().lod_level() > 0;
+}
+
+/// The rows of the embedding table a lookup op reads `ids` into (0 when no lookup reads them).
+int64_t LookupVocabulary(ir::Block& b, const std::string& ids) {
+  for (const auto& op : b.desc().ops()) {
+    if (op.type() != "lookup_table_v2" && op.type() != "lookup_table") continue;
+    std::string table;
+    bool reads = false;
+    for (const auto& s : op.inputs()) {
+      if (s.parameter() == "Ids") reads = std::find(s.arguments().begin(), s.arguments().end(), ids) != s.arguments().end();
+      if (s.parameter() == "W" && s.arguments_size() == 1) table = s.arguments(0);
+    }
+    const pb::VarDesc* w = reads ? b.FindVar(table) : nullptr;
+    if (w == nullptr) continue;
+    auto d = ir::VarDims(*w);
+    if (d.ok() && d->rank() == 2) return (*d)[0];
+  }
+  return 0;
+}
 
 StatusOr<Interface> FindInterface(ir::Module& m, const TrainOptions& o, int64_t width, int64_t pixels,
                                   int64_t classes) {
@@ -51,8 +81,10 @@ StatusOr<Interface> FindInterface(ir::Module& m, const TrainOptions& o, int64_t 
   ir::Block& b = m.main().global_block();
   for (const auto& f : m.compiled().feed_targets()) {
     DType t = static_cast<DType>(f.data_type());
-    if (o.image_var.empty() && IsFloating(t) && io.image.empty()) io.image = f.name();
-    if (o.label_var.empty() && (t == DType::kInt64 || t == DType::kInt32) && io.label.empty()) io.label = f.name();
+    bool ids = t == DType::kInt64 || t == DType::kInt32, sequence = IsSequence(b.FindVar(f.name()));
+    // Integer sequences are words (pattern ids), not labels.
+    if (o.image_var.empty() && (IsFloating(t) || (ids && sequence)) && io.image.empty()) io.image = f.name();
+    if (o.label_var.empty() && ids && !sequence && io.label.empty()) io.label = f.name();
   }
   if (!o.image_var.empty()) io.image = o.image_var;
   if (!o.label_var.empty()) io.label = o.label_var;
@@ -65,15 +97,28 @@ StatusOr<Interface> FindInterface(ir::Module& m, const TrainOptions& o, int64_t 
     PC_ASSIGN_OR_RETURN(*dims, ir::VarDims(*v));
   }
   const pb::VarDesc* image = b.FindVar(io.image);
-  io.rows = image->type().has_lod_tensor() && image->type().lod_tensor().lod_level() > 0;
-  if (io.rows && (io.image_dims.rank() != 2 || io.image_dims[1] != width))
+  if (IsSequence(image)) io.feed = IsFloating(ir::VarDType(*image)) ? ImageFeed::kRows : ImageFeed::kPatterns;
+  if (io.feed == ImageFeed::kRows && (io.image_dims.rank() != 2 || io.image_dims[1] != width))
     return MakeError(ErrorCode::kInvalidArgument,
                      "input '{}' is a sequence batch of shape {}, which does not hold {}-pixel image rows", io.image,
                      io.image_dims.ToString(), width)
         .Note(fmt::format("declare it [-1, {}] with lod_level 1 (each image a sequence of its rows), or [-1, {}] "
                           "without a LoD",
                           width, pixels));
-  if (!io.rows && (io.image_dims.rank() < 2 || io.image_dims.Product(1, io.image_dims.rank()) != pixels))
+  if (io.feed == ImageFeed::kPatterns) {
+    if (ir::VarDType(*image) != DType::kInt64 || io.image_dims.rank() != 2 || io.image_dims[1] != 1)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "input '{}' is a sequence batch of {} {}, not of int64 ids [-1, 1] (an image's bag of pixel "
+                       "patterns)",
+                       io.image, DTypeName(ir::VarDType(*image)), io.image_dims.ToString());
+    io.vocab = LookupVocabulary(b, io.image);
+    if (io.vocab < 1)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "input '{}' holds ids, but no lookup_table_v2 reads them: the vocabulary is unknown", io.image)
+          .Note("an embedding of the ids (layers.embedding) gives their vocabulary: the rows of its table");
+  }
+  if (io.feed == ImageFeed::kPixels &&
+      (io.image_dims.rank() < 2 || io.image_dims.Product(1, io.image_dims.rank()) != pixels))
     return MakeError(ErrorCode::kInvalidArgument, "input '{}' has shape {}, which does not hold {}-pixel images",
                      io.image, io.image_dims.ToString(), pixels);
   if (io.label_dims.Product(1, io.label_dims.rank()) != 1)
@@ -105,28 +150,40 @@ void FillBatch(const io::ClassificationSet& set, const std::vector<int64_t>& ord
                const Interface& io, DType label_type, runtime::Tensor& images, runtime::Tensor& labels,
                runtime::Allocator& alloc) {
   int64_t n = end - begin, pixels = set.height * set.width;
-  std::vector<uint64_t> offsets{0};  // rows: where each image's rows start
-  if (io.rows)
-    for (int64_t i = 0; i < n; ++i) offsets.push_back(offsets.back() + set.InkedRows(order[begin + i]));
+  std::vector<uint64_t> offsets{0};  // sequences: where each image's rows or ids start
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < n && io.feed != ImageFeed::kPixels; ++i) {
+    if (io.feed == ImageFeed::kRows) offsets.push_back(offsets.back() + set.InkedRows(order[begin + i]));
+    if (io.feed == ImageFeed::kPatterns) {
+      set.AppendPatternIds(order[begin + i], io.vocab, ids);
+      offsets.push_back(ids.size());
+    }
+  }
   Dims idims = io.image_dims;
-  idims[0] = io.rows ? static_cast<int64_t>(offsets.back()) : n;
+  idims[0] = io.feed == ImageFeed::kPixels ? n : static_cast<int64_t>(offsets.back());
   Dims ldims = io.label_dims;
   ldims[0] = n;
-  images.Set(DType::kFloat32, idims);
+  images.Set(io.feed == ImageFeed::kPatterns ? DType::kInt64 : DType::kFloat32, idims);
   labels.Set(label_type, ldims);
   (void)images.Allocate(alloc);
   (void)labels.Allocate(alloc);
-  float* ip = images.data<float>();
   images.mutable_lod().clear();
-  if (io.rows) {
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(ip + offsets[i] * set.width, set.images.data() + order[begin + i] * pixels,
-                  (offsets[i + 1] - offsets[i]) * set.width * sizeof(float));
-    images.mutable_lod() = {std::move(offsets)};
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(ip + i * pixels, set.images.data() + order[begin + i] * pixels, pixels * sizeof(float));
+  switch (io.feed) {
+    case ImageFeed::kPixels:
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(images.data<float>() + i * pixels, set.images.data() + order[begin + i] * pixels,
+                    pixels * sizeof(float));
+      break;
+    case ImageFeed::kRows:
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(images.data<float>() + offsets[i] * set.width, set.images.data() + order[begin + i] * pixels,
+                    (offsets[i + 1] - offsets[i]) * set.width * sizeof(float));
+      break;
+    case ImageFeed::kPatterns:
+      if (!ids.empty()) std::memcpy(images.data<int64_t>(), ids.data(), ids.size() * sizeof(int64_t));
+      break;
   }
+  if (io.feed != ImageFeed::kPixels) images.mutable_lod() = {std::move(offsets)};
   for (int64_t i = 0; i < n; ++i) {
     int64_t l = set.labels[order[begin + i]];
     if (label_type == DType::kInt64) labels.data<int64_t>()[i] = l;

@@ -88,6 +88,22 @@ int64_t ClassificationSet::InkedRows(int64_t i) const {
   return 1;  // a blank image is one blank row: a sequence cannot be empty
 }
 
+void ClassificationSet::AppendPatternIds(int64_t i, int64_t vocab, std::vector<int64_t>& ids) const {
+  constexpr int64_t kPatch = 4;
+  const float* image = images.data() + i * height * width;
+  const int64_t across = width / kPatch, patches = (height / kPatch) * across;
+  for (int64_t p = 0; p < patches; ++p) {
+    const float* corner = image + (p / across) * kPatch * width + (p % across) * kPatch;
+    uint64_t code = 0;
+    for (int64_t k = 0; k < kPatch * kPatch; ++k)
+      if (corner[(k / kPatch) * width + k % kPatch] > half) code |= uint64_t{1} << k;
+    // Knuth's multiplicative hash of (pattern, place), reduced to 32 bits, then to the vocabulary.
+    if (code != 0)
+      ids.push_back(static_cast<int64_t>(((code * patches + p) * 2654435761u) % (uint64_t{1} << 32) %
+                                         static_cast<uint64_t>(vocab)));
+  }
+}
+
 StatusOr<ImageDataset> LoadImageDataset(const std::string& dir, Normalization norm) {
   auto find = [&](const std::string& stem) -> StatusOr<std::string> {
     for (const char* ext : {".gz", ""})
@@ -130,6 +146,7 @@ StatusOr<ImageDataset> LoadImageDataset(const std::string& dir, Normalization no
     for (auto* set : {&ds.train, &ds.test}) {
       for (float& v : set->images) v = (v - mean) / std;
       set->blank = (0.0f - mean) / std;
+      set->half = (0.5f - mean) / std;
     }
   }
   return ds;

@@ -175,5 +175,31 @@ TEST_CASE("An image read as a sequence of rows ends at its last row with ink") {
   CHECK(set.InkedRows(1) == 1);
 }
 
+TEST_CASE("An image read as a bag of words gives one hashed id per 4x4 patch with ink") {
+  ClassificationSet set{.count = 2, .height = 28, .width = 28};
+  set.images.assign(2 * 28 * 28, 0.0f);
+  auto pixel = [&](int i, int r, int c) -> float& { return set.images[(i * 28 + r) * 28 + c]; };
+  pixel(0, 0, 0) = 1.0f;                          // patch 0: bit 0
+  pixel(0, 4, 4) = 0.9f, pixel(0, 5, 5) = 0.6f;  // patch 8 (row 1, column 1): bits 0 and 5
+  pixel(0, 4, 5) = 0.5f;                          // exactly half intensity: no ink
+  pixel(0, 27, 27) = 0.7f;                        // patch 48: bit 15
+  pixel(1, 10, 14) = 1.0f;                        // patch 17 (row 2, column 3): bit 10
+  // The ids configs/sparse_bow.py's pattern_ids gives the same images (printed by it once).
+  std::vector<int64_t> ids;
+  set.AppendPatternIds(0, int64_t{1} << 40, ids);
+  CHECK(ids == std::vector<int64_t>{1218333409, 1310946441, 3486994736});
+  ids.clear();
+  set.AppendPatternIds(0, 1000, ids);
+  set.AppendPatternIds(1, 1000, ids);
+  CHECK(ids == std::vector<int64_t>{409, 441, 736, 953});
+  ids.clear();
+  set.AppendPatternIds(0, 1000, ids);  // after mean/std normalization `half` is the threshold
+  for (float& v : set.images) v = v * 2.0f - 1.0f;
+  set.half = 0.0f;
+  std::vector<int64_t> normalized;
+  set.AppendPatternIds(0, 1000, normalized);
+  CHECK(normalized == ids);
+}
+
 }  // namespace
 }  // namespace paddlec::io

@@ -102,6 +102,10 @@ void AddTrainingFlags(CLI::App& c, driver::CompileOptions& o) {
   c.add_option("--beta1", o.beta1, "Adam's first-moment decay")->capture_default_str()->group(g);
   c.add_option("--beta2", o.beta2, "Adam's second-moment decay")->capture_default_str()->group(g);
   c.add_option("--epsilon", o.epsilon, "Adam's epsilon")->capture_default_str()->group(g);
+  c.add_flag("--lazy", o.lazy,
+             "Adam: a sparse gradient (an is_sparse embedding's) updates only the rows it holds (lazy_mode), so a "
+             "step costs the rows a batch touches, not the table")
+      ->group(g);
   c.add_option("--weight-decay", o.weight_decay, "L2 weight decay for every parameter")->group(g);
   c.add_option("--clip-norm", o.clip_norm, "Clip gradients to this global L2 norm")->group(g);
   Repeatable(c.add_option("--no-grad", o.no_grad, "Variables that get no gradient (frozen)"))->delimiter(',')->group(g);

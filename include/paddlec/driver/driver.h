@@ -65,6 +65,7 @@ struct CompileOptions {
   double momentum = 0.9;
   bool nesterov = false;
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  bool lazy = false;  // adam: a sparse gradient updates only its rows (PaddlePaddle's lazy_mode)
   double weight_decay = 0;
   double clip_norm = 0;
   std::vector<std::string> no_grad;

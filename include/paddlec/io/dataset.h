@@ -30,10 +30,15 @@ struct ClassificationSet {
   int64_t count = 0, height = 0, width = 0;
   std::vector<float> images;
   std::vector<int64_t> labels;
-  float blank = 0;  // what a pixel without ink (0) is after normalization
+  float blank = 0;    // what a pixel without ink (0) is after normalization
+  float half = 0.5f;  // what a pixel of half intensity (127.5) is after normalization
   int64_t num_classes() const;
   /// Rows of image `i` up to its last row with ink (at least 1): its length read as a sequence of rows.
   int64_t InkedRows(int64_t i) const;
+  /// Appends the bag of words of image `i` to `ids`: one id in [0, vocab) per 4x4 patch with a pixel
+  /// above half intensity, hashed from the patch's binarized pixels and its place (configs/sparse_bow.py
+  /// computes the same ids in NumPy).
+  void AppendPatternIds(int64_t i, int64_t vocab, std::vector<int64_t>& ids) const;
 };
 
 struct ImageDataset {

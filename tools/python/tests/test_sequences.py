@@ -1,10 +1,14 @@
 """Sequences (LoD) and sparse inputs from Python: lod_level propagation as layers are appended,
 feeds with LoD ((array, lod) and create_lod_tensor), fetches returning it, the sequence layers
 against NumPy, sparse embedding gradients with lazy updates, the v2 sparse data types, and reduced
-runs of the two training examples (configs/sequence_rows.py and configs/sparse_bow.py)."""
+runs of the two training examples (configs/sequence_rows.py and configs/sparse_bow.py, the latter
+through `paddlec train` too)."""
 
 import importlib.util
 import pathlib
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -204,3 +208,25 @@ def test_reduced_sparse_bag_of_words_run_learns():
     accuracy, _, steps = config("sparse_bow").run(10000, steps=30, train_limit=3840, test_limit=500,
                                                  log=lambda *_: None)
     assert steps == 30 and accuracy > 0.55
+
+
+def test_the_cli_trains_the_sparse_bag_of_words_with_lazy_adam(tmp_path, cli):
+    """`paddlec train --lazy` feeds an int64 sequence input each image's hashed pixel-pattern ids (the
+    vocabulary read from the embedding table) and applies Adam to the rows a batch looked up."""
+    program = tmp_path / "bow.pb"
+    subprocess.run([sys.executable, str(REPO / "configs" / "sparse_bow.py"), "--vocab", "100000", "-o", str(program)],
+                   check=True)
+    done = subprocess.run([cli, "train", str(program), "--lazy", "--lr", "2e-3", "--batch-size", "128",
+                           "--limit-train", "3840", "--limit-test", "500", "--no-progress"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert float(re.search(r"test accuracy ([\d.]+)%", done.stdout).group(1)) > 55, done.stdout
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_compile_lazy_sets_adams_lazy_mode(tmp_path, cli, lazy):
+    out = tmp_path / "mlp.json"
+    subprocess.run([cli, "compile", str(REPO / "configs" / "mlp.pbtxt"), "--train", "--optimizer", "adam", "-o", str(out)]
+                   + (["--lazy"] if lazy else []), check=True, capture_output=True)
+    adams = [op for op in paddlec.Program.load(out).global_block().ops if op.type == "adam"]
+    assert len(adams) == 6 and all(op.attr("lazy_mode") is lazy for op in adams)
