@@ -101,6 +101,8 @@ class Plan {
   Status RunSteps();
   /// Runs a step from the recorded graph, recording it first when the plan is fully prepared.
   Status RunRecorded();
+  /// The end of a run: waits for the collectives it started (runtime::WaitForCollectives).
+  static Status Finish(Status st);
 
   ir::Block* block_ = nullptr;
   DeviceContext* device_ = nullptr;
