@@ -172,8 +172,9 @@ OpBuilder& RingAttrs(OpBuilder& b) {
   return b.Attr("ring_id", 0, "The communicator: paddlec has ring 0 (all ranks of the launcher).")
       .Min(0)
       .Attr("use_calc_stream", false,
-            "Run in order with the computation. false: an allreduce runs on the communication stream (GPU) or "
-            "thread (CPU) while the ops after it compute, until c_sync_comm_stream; other CPU collectives block.");
+            "false (PaddlePaddle: the communication stream): on a CPU an allreduce runs on the communication "
+            "thread while the ops after it compute, until c_sync_comm_stream; other CPU collectives block. GPU "
+            "collectives run on the compute stream either way.");
 }
 
 template <runtime::ReduceOp kOp>
@@ -264,8 +265,9 @@ void RegisterCollectiveOps(OpRegistry& r) {
 
   OpBuilder comm = r.Add("c_sync_comm_stream");
   comm.Doc(
-          "Waits for the collectives started on ring_id (the communication stream on a GPU, the communication "
-          "thread on a CPU) before the ops after it read X. Out = X.")
+          "Waits for the allreduces started on ring_id (use_calc_stream=false; on a CPU they run on the "
+          "communication thread, on a GPU on the compute stream, so there it has nothing to wait for) before the "
+          "ops after it read X. Out = X.")
       .Input(kX, "The tensors whose communication must finish.", kDuplicable)
       .Output(kOut, "X, unchanged.", kDuplicable)
       .Attr("ring_id", 0, "The communicator: paddlec has ring 0.")
