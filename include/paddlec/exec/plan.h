@@ -72,7 +72,7 @@ class Plan {
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
 
-  /// Runs the ops once.
+  /// Runs the ops once; after a successful run no collective it started is still in flight.
   Status Run();
 
   int num_steps() const { return static_cast<int>(steps_.size()); }
