@@ -82,16 +82,16 @@ add_test(NAME citations_test
 set_tests_properties(citations_test PROPERTIES LABELS "docs")
 
 # Data parallelism on 2 ranks of Open MPI (2 cores in CI: --oversubscribe; root in containers:
-# --allow-run-as-root). The passes_test case compares 2 ranks of batch B with 1 process on 2B
-# (src/passes/data_parallel_test.cc); the CLI transcripts under testdata/cli-mpi run `mpirun paddlec`.
+# --allow-run-as-root). The passes_test cases compare 2 ranks of batch B with 1 process on 2B, the
+# MLP and LeNet with sync_bn (src/passes/data_parallel_test.cc); the CLI transcripts under testdata/cli-mpi run `mpirun paddlec`.
 find_program(PADDLEC_MPIRUN_EXECUTABLE mpirun)
 if(PADDLEC_MPIRUN_EXECUTABLE)
   set(PC_MPIRUN_2 "${PADDLEC_MPIRUN_EXECUTABLE} -np 2 --oversubscribe $([ \"$(id -u)\" = 0 ] && echo --allow-run-as-root)")
-  # Both ranks must have run the one case (a renamed case would otherwise match nothing and pass).
+  # Both ranks must have run both cases (a renamed case would otherwise match nothing and pass).
   add_test(NAME data_parallel_mpi_test
            COMMAND /bin/sh -c "out=$(${PC_MPIRUN_2} $<TARGET_FILE:passes_test> --no-skip --no-colors \
                    -tc='data-parallel: 2 ranks*' 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 0 ] && \
-                   [ $(echo \"$out\" | grep -c 'test cases: *1 | *1 passed') -eq 2 ]"
+                   [ $(echo \"$out\" | grep -c 'test cases: *2 | *2 passed') -eq 2 ]"
            WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
   set_tests_properties(data_parallel_mpi_test PROPERTIES LABELS "mpi" TIMEOUT 120)
 endif()

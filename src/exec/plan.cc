@@ -9,6 +9,7 @@
 
 #include "nan_inf_check.h"
 #include "paddlec/ops/op_registry.h"
+#include "paddlec/runtime/comm.h"
 #include "paddlec/runtime/threads.h"
 
 namespace paddlec::exec {
@@ -427,12 +428,20 @@ Status Plan::Run() {
     }
   } scope{cpu_threads_ > 0, cpu_threads_ > 0 ? runtime::EnterKernelThreads(cpu_threads_, flush_denormals_)
                                              : runtime::KernelThreadState{}};
-  if (use_graph_ && !profile_) return RunRecorded();
-  if (!profile_) return RunSteps<false>();
+  if (use_graph_ && !profile_) return Finish(RunRecorded());
+  if (!profile_) return Finish(RunSteps<false>());
   auto start = std::chrono::steady_clock::now();
-  Status st = RunSteps<true>();
+  Status st = Finish(RunSteps<true>());
   profiled_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return st;
+}
+
+Status Plan::Finish(Status st) {
+  // A collective started without a c_sync_comm_stream after it must not outlive the run: the next
+  // one rewrites its buffer. After an error the run is abandoned (its peers may never join the
+  // collective, and the driver stops every rank), so nothing is waited for.
+  if (!st.ok()) return st;
+  return runtime::WaitForCollectives();
 }
 
 std::vector<OpTypeProfile> Plan::ProfileByType() const {

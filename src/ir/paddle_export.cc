@@ -56,11 +56,11 @@ void AddFeedsAndFetches(pb::BlockDesc& b, const std::vector<std::string>& feeds,
   }
 }
 
-/// batch_norm's ReserveSpace: Paddle's kernel writes it in training mode, so the slot must name a
-/// variable; paddlec leaves it empty (its kernels need no reserve).
+/// batch_norm's and sync_batch_norm's ReserveSpace: Paddle's kernel writes it in training mode, so
+/// the slot must name a variable; paddlec leaves it empty (its kernels need no reserve).
 void BindReserveSpace(pb::BlockDesc& b) {
   for (auto& op : *b.mutable_ops()) {
-    if (op.type() != "batch_norm") continue;
+    if (op.type() != "batch_norm" && op.type() != "sync_batch_norm") continue;
     pb::OpDesc::Var* slot = nullptr;
     std::string y;
     for (auto& o : *op.mutable_outputs()) {

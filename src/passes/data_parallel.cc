@@ -12,14 +12,17 @@
 //     and one in-place `c_allreduce_sum` right after the op that finishes its last gradient, so it
 //     overlaps the rest of backward where the runtime can; one `c_sync_comm_stream` over all buckets
 //     before the first op that reads a gradient (weight decay, clipping or the update);
-//   - with sync_bn, each training batch_norm's running MeanOut and VarianceOut are averaged over the
-//     ranks right after it (c_allreduce_sum + scale 1/nranks); otherwise they stay local;
+//   - with sync_bn, each training batch_norm becomes sync_batch_norm and its batch_norm_grad
+//     sync_batch_norm_grad (PaddlePaddle's SyncBN): the batch statistics, and so the running ones, are
+//     the global batch's; otherwise each rank normalizes with its own batch and keeps its own
+//     running statistics;
 //   - the startup program broadcasts every trained parameter from rank 0 (c_broadcast) after the
 //     initializers, then c_sync_comm_stream.
-// New ops carry op_role Backward (Forward for sync_bn's) and ring_id 0.
+// New ops carry op_role Backward (Forward in the startup program) and ring_id 0.
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "paddlec/ir/op_role.h"
 #include "paddlec/ops/op_checker.h"
@@ -65,7 +68,8 @@ class DataParallelPass final : public Pass {
   std::vector<PassOption> Options() const override {
     return {{"nranks", PassOption::Type::kInt, "0", "ranks training together (0: the launcher's, 1 without mpirun)"},
             {"bucket_mb", PassOption::Type::kFloat, "25", "the most MiB of gradients one allreduce carries"},
-            {"sync_bn", PassOption::Type::kBool, "false", "average batch_norm's running statistics over ranks"}};
+            {"sync_bn", PassOption::Type::kBool, "false",
+             "training batch_norm becomes sync_batch_norm: batch statistics over the global batch of all ranks"}};
   }
   Status Configure(const PassOptions& o) override {
     nranks_ = static_cast<int>(o.GetInt("nranks"));
@@ -97,7 +101,7 @@ class DataParallelPass final : public Pass {
     // New ops, keyed by the original op they follow (-1: before the first).
     std::multimap<int, pb::OpDesc> after;
     PC_RETURN_IF_ERROR(ScaleLossGrad(module, main, after));
-    if (sync_bn_) SyncBatchNorm(main, after);
+    if (sync_bn_) SyncBatchNorm(main);
     std::vector<std::string> buckets;
     int k = 0;
     for (const Bucket& b : MakeBuckets(grads)) {
@@ -199,23 +203,29 @@ class DataParallelPass final : public Pass {
     return Status::OK();
   }
 
-  void SyncBatchNorm(ir::Block& main, std::multimap<int, pb::OpDesc>& after) const {
+  /// Training batch_norm ops become sync_batch_norm, and their batch_norm_grad ops (found by the X and
+  /// Scale they share) sync_batch_norm_grad: same slots and attributes, statistics over all ranks.
+  static void SyncBatchNorm(ir::Block& main) {
+    std::set<std::pair<std::string, std::string>> synced;  // (X, Scale) of the rewritten forward ops
+    auto input = [](const pb::OpDesc& op, std::string_view slot) {
+      for (const auto& in : op.inputs())
+        if (in.parameter() == slot && in.arguments_size() > 0) return in.arguments(0);
+      return std::string();
+    };
+    auto key = [&](const pb::OpDesc& op) { return std::make_pair(input(op, "X"), input(op, "Scale")); };
     for (int i = 0; i < main.num_ops(); ++i) {
-      const pb::OpDesc& op = main.desc().ops(i);
+      pb::OpDesc& op = *main.desc().mutable_ops(i);
       if (op.type() != "batch_norm" || !ir::IsForwardOp(op)) continue;
       bool is_test = false;
       for (const auto& a : op.attrs())
         if ((a.name() == "is_test" || a.name() == "use_global_stats") && a.b()) is_test = true;
-      if (is_test) continue;
-      for (const auto& s : op.outputs()) {
-        if ((s.parameter() != "MeanOut" && s.parameter() != "VarianceOut") || s.arguments_size() == 0) continue;
-        const std::string& v = s.arguments(0);
-        after.emplace(i,
-                      NewOp("c_allreduce_sum", {{"X", {v}}}, {{"Out", {v}}},
-                            {ops::MakeAttr("ring_id", 0), ops::MakeAttr("use_calc_stream", true)}, ir::kOpRoleForward));
-        after.emplace(i, NewOp("scale", {{"X", {v}}}, {{"Out", {v}}},
-                               {ops::MakeAttr("scale", 1.0f / static_cast<float>(nranks_))}, ir::kOpRoleForward));
-      }
+      if (is_test) continue;  // normalizes with the running statistics: nothing to share
+      op.set_type("sync_batch_norm");
+      synced.insert(key(op));
+    }
+    for (int i = 0; i < main.num_ops(); ++i) {
+      pb::OpDesc& op = *main.desc().mutable_ops(i);
+      if (op.type() == "batch_norm_grad" && synced.contains(key(op))) op.set_type("sync_batch_norm_grad");
     }
   }
 

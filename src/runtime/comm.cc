@@ -120,4 +120,10 @@ StatusOr<Communicator*> WorldCommunicator() {
 
 Communicator* WorldCommunicatorIfCreated() { return created != nullptr ? created->comm : nullptr; }
 
+Status WaitForCollectives() {
+  Communicator* c = WorldCommunicatorIfCreated();
+  if (c == nullptr || c->in_flight() == 0) return Status::OK();
+  return c->WaitAll();
+}
+
 }  // namespace paddlec::runtime

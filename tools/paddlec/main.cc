@@ -121,7 +121,9 @@ void AddTrainingFlags(CLI::App& c, driver::CompileOptions& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber)
       ->group(dp);
-  c.add_flag("--sync-bn", o.sync_bn, "Average batch_norm's running statistics over the ranks")->group(dp);
+  c.add_flag("--sync-bn", o.sync_bn,
+             "Synchronized batch norm: training batch_norm normalizes with the global batch's statistics "
+             "(sync_batch_norm, CPU only)")->group(dp);
 }
 
 Command AddTrain(CLI::App& app, driver::TrainOptions& o) {

@@ -72,7 +72,7 @@ class Plan {
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
 
-  /// Runs the ops once.
+  /// Runs the ops once; after a successful run no collective it started is still in flight.
   Status Run();
 
   int num_steps() const { return static_cast<int>(steps_.size()); }
@@ -101,6 +101,8 @@ class Plan {
   Status RunSteps();
   /// Runs a step from the recorded graph, recording it first when the plan is fully prepared.
   Status RunRecorded();
+  /// The end of a run: waits for the collectives it started (runtime::WaitForCollectives).
+  static Status Finish(Status st);
 
   ir::Block* block_ = nullptr;
   DeviceContext* device_ = nullptr;

@@ -36,12 +36,30 @@ class Communicator {
   /// Stops every rank of the group (the failing rank printed its error first); does not return.
   [[noreturn]] virtual void Abort(int exit_code) = 0;
 
-  /// Wall time spent inside collectives (blocking calls and waits) so far, in seconds.
+  /// Starts an in-place AllReduce and returns before it finishes, so that computation overlaps it:
+  /// `buf` must be neither read nor written until WaitAll() returns. Collectives run in the order
+  /// they were started (a blocking one first waits for those in flight), the same on every rank.
+  /// The default runs it to completion at once.
+  virtual Status StartAllReduce(void* buf, int64_t count, DType dtype, ReduceOp op) {
+    return AllReduce(buf, count, dtype, op);
+  }
+  /// Returns once every started collective has finished: the first error among them, if any.
+  virtual Status WaitAll() { return Status::OK(); }
+  /// Collectives started and not yet waited for (read by the thread that starts and waits).
+  int in_flight() const { return in_flight_; }
+
+  /// Wall time the calling thread spent blocked in collectives (blocking calls and WaitAll) so far,
+  /// in seconds; time a started collective runs while the caller computes is not counted.
   double seconds_in_collectives() const { return seconds_; }
 
  protected:
   double seconds_ = 0;
+  int in_flight_ = 0;
 };
+
+/// Waits for the world communicator's started collectives, if it exists and has any: what the
+/// executor does at the end of every run, so that no collective outlives the step that started it.
+Status WaitForCollectives();
 
 /// The ranks of the launcher that started this process (read from its environment, no MPI call):
 /// 1 when there is none.

@@ -158,7 +158,7 @@ constexpr std::string_view kLegacyOnlyOps =
     "conditional_block while select_input select_output increment elementwise_mod elementwise_floordiv grad_add "
     "softmax_with_cross_entropy fc fused_elemwise_activation save_combine load_combine "
     "c_allreduce_sum c_allreduce_max c_allreduce_min c_allreduce_prod c_broadcast c_allgather c_identity "
-    "c_sync_calc_stream c_sync_comm_stream coalesce_tensor all_reduce broadcast "
+    "c_sync_calc_stream c_sync_comm_stream coalesce_tensor all_reduce broadcast sync_batch_norm "
     "sequence_pool sequence_softmax sequence_expand sequence_pad sequence_unpad sequence_reverse sequence_mask";
 
 constexpr std::pair<std::string_view, AttrForm> kForms[] = {

@@ -3,8 +3,11 @@
 // serves many. CPU kernels run on the process's communicator (runtime/comm.h: Open MPI under
 // mpirun, a group of one otherwise); the GPU ones on NCCL (collective_cuda.cc).
 //
-// CPU collectives block until done: the `use_calc_stream` attribute, which picks the CUDA stream in
-// PaddlePaddle, changes nothing here, and the stream syncs only copy X to Out when they differ.
+// On CPUs, `use_calc_stream` = false (PaddlePaddle: run on the communication stream) makes a
+// c_allreduce_* start its collective and return (Communicator::StartAllReduce), so that the ops after
+// it compute while it runs; c_sync_comm_stream waits for every collective of its ring before the op
+// after it reads the buffers, and the executor waits at the end of each run for any left without one.
+// Every other collective blocks (and first waits for the started ones, keeping the ranks' order).
 #include <cstring>
 
 #include "collective_slots.h"
@@ -32,6 +35,7 @@ Status AllReduceCpu(KernelContext& ctx, const CommAttrs& a) {
   PC_ASSIGN_OR_RETURN(runtime::Communicator * comm, Comm(a.ring_id, "c_allreduce"));
   Tensor& out = ctx.Out(kOut);
   CopyToOut(ctx.In(kX), out);
+  if (!a.use_calc_stream) return comm->StartAllReduce(out.raw_data(), out.numel(), out.dtype(), kOp);
   return comm->AllReduce(out.raw_data(), out.numel(), out.dtype(), kOp);
 }
 
@@ -64,11 +68,18 @@ Status AllGatherCpu(KernelContext& ctx, const CommAttrs& a) {
   return comm->AllGather(x.raw_data(), ctx.Out(kOut).raw_data(), static_cast<int64_t>(x.nbytes()));
 }
 
-/// c_identity, c_sync_calc_stream, c_sync_comm_stream: Out[i] = X[i].
+/// c_identity, c_sync_calc_stream: Out[i] = X[i].
 Status PassThroughCpu(KernelContext& ctx) {
   int n = std::min(ctx.NumIn(kX), ctx.NumOut(kOut));
   for (int i = 0; i < n; ++i) CopyToOut(ctx.In(kX, i), ctx.Out(kOut, i));
   return Status::OK();
+}
+
+/// c_sync_comm_stream: the started collectives finish before X is read.
+Status SyncCommCpu(KernelContext& ctx, const CommAttrs& a) {
+  PC_ASSIGN_OR_RETURN(runtime::Communicator * comm, Comm(a.ring_id, "c_sync_comm_stream"));
+  PC_RETURN_IF_ERROR(comm->WaitAll());
+  return PassThroughCpu(ctx);
 }
 
 Status CoalesceCpu(KernelContext& ctx, const CoalesceAttrs& a) {
@@ -161,7 +172,9 @@ OpBuilder& RingAttrs(OpBuilder& b) {
   return b.Attr("ring_id", 0, "The communicator: paddlec has ring 0 (all ranks of the launcher).")
       .Min(0)
       .Attr("use_calc_stream", false,
-            "GPU: run on the compute stream instead of the communication stream. CPU collectives block.");
+            "false (PaddlePaddle: the communication stream): on a CPU an allreduce runs on the communication "
+            "thread while the ops after it compute, until c_sync_comm_stream; other CPU collectives block. GPU "
+            "collectives run on the compute stream either way.");
 }
 
 template <runtime::ReduceOp kOp>
@@ -251,14 +264,17 @@ void RegisterCollectiveOps(OpRegistry& r) {
   for (DType t : kCommDTypes) calc.Kernel(DeviceType::kCPU, t, MakeKernel(PassThroughCpu));
 
   OpBuilder comm = r.Add("c_sync_comm_stream");
-  comm.Doc("GPU: the compute stream waits for the communication stream of ring_id. Out = X.")
+  comm.Doc(
+          "Waits for the allreduces started on ring_id (use_calc_stream=false; on a CPU they run on the "
+          "communication thread, on a GPU on the compute stream, so there it has nothing to wait for) before the "
+          "ops after it read X. Out = X.")
       .Input(kX, "The tensors whose communication must finish.", kDuplicable)
       .Output(kOut, "X, unchanged.", kDuplicable)
       .Attr("ring_id", 0, "The communicator: paddlec has ring 0.")
       .Min(0)
       .InferShape(InferEachSameAsX)
       .NoGradient();
-  for (DType t : kCommDTypes) comm.Kernel(DeviceType::kCPU, t, MakeKernel(PassThroughCpu));
+  for (DType t : kCommDTypes) comm.Kernel(DeviceType::kCPU, t, MakeKernel(SyncCommCpu));
 
   OpBuilder coalesce = r.Add("coalesce_tensor");
   coalesce

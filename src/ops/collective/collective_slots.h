@@ -25,9 +25,12 @@ struct CommAttrs {
   int root = 0;
   int nranks = 1;
   int reduce_type = 0;  // all_reduce: PaddlePaddle's ReduceType, 0 sum, 1 max, 2 min, 3 prod, 4 avg
+  // false: the collective may run while later ops compute, until the ring's c_sync_comm_stream.
+  bool use_calc_stream = true;
   static CommAttrs Decode(const AttrReader& a) {
     CommAttrs c;
     c.ring_id = a.Get<int>("ring_id");
+    if (a.Has("use_calc_stream")) c.use_calc_stream = a.Get<bool>("use_calc_stream");
     if (a.Has("root")) c.root = a.Get<int>("root");
     if (a.Has("nranks")) c.nranks = a.Get<int>("nranks");
     if (a.Has("reduce_type")) c.reduce_type = a.Get<int>("reduce_type");

@@ -1,4 +1,5 @@
-// batch_norm and layer_norm with their gradients, following PaddlePaddle's CPU kernels.
+// batch_norm (and sync_batch_norm, its data-parallel twin) and layer_norm with their gradients,
+// following PaddlePaddle's CPU kernels.
 //
 // batch_norm (training): per channel, mean and the biased variance over N and the spatial dims;
 // Y = (X - mean) / sqrt(var + eps) * Scale + Bias; the running statistics (MeanOut / VarianceOut,
@@ -19,6 +20,7 @@
 #include "nn/nn.h"
 #include "nn/norm_slots.h"
 #include "paddlec/ops/op_registry.h"
+#include "paddlec/runtime/comm.h"
 
 namespace paddlec::ops {
 namespace {
@@ -122,7 +124,17 @@ T ReadScalar(const Tensor& t) {
   return static_cast<T>(t.data<float>()[0]);
 }
 
+/// In place, buf[i] = the sum over the ranks of the process's communicator of buf[i] (sync_batch_norm).
 template <class T>
+Status SumOverRanks(T* buf, int64_t n) {
+  PC_ASSIGN_OR_RETURN(runtime::Communicator * comm, runtime::WorldCommunicator());
+  return comm->AllReduce(buf, n, DTypeOf<T>(), runtime::ReduceOp::kSum);
+}
+
+/// batch_norm, and with kSync sync_batch_norm: the batch statistics of training are those of the
+/// global batch, every rank's per-channel sums (and element counts) summed over the ranks. With one
+/// rank both compute the same values in the same order.
+template <class T, bool kSync>
 class BatchNormKernel final : public OpKernel {
  public:
   explicit BatchNormKernel(const KernelInit& init) : attrs_(BatchNormAttrs::Decode(init.attrs)) {}
@@ -151,20 +163,25 @@ class BatchNormKernel final : public OpKernel {
         saved_mean[k] = mean[k];
         saved_inv_std[k] = T(1) / std::sqrt(var[k] + eps);
       }
-    } else if (m == 1) {
-      // PaddlePaddle's special case: one value per channel is passed through unnormalized and the
-      // running statistics stay as they are.
-      if (mean_out != mean) std::copy(mean, mean + c, mean_out);
-      if (var_out != var) std::copy(var, var + c, var_out);
-      std::fill(saved_mean, saved_mean + c, T(0));
-      std::fill(saved_inv_std, saved_inv_std + c, T(0));
-      std::copy(x, x + xt.numel(), y);
-      return Status::OK();
     } else {
       ChannelSums(
           v, saved_mean, [&](int64_t i, int64_t) { return x[i]; },
           [&](int64_t base, int64_t n, int64_t) { return ConstEigenVec<T>(x + base, n).sum(); });
-      for (int64_t k = 0; k < c; ++k) saved_mean[k] /= static_cast<T>(m);
+      T count = static_cast<T>(m);
+      if constexpr (kSync) PC_RETURN_IF_ERROR(SumWithCount(saved_mean, c, count));
+      if (count == 1) {
+        // PaddlePaddle's special case: one value per channel is passed through unnormalized and the
+        // running statistics stay as they are.
+        if (mean_out != mean) std::copy(mean, mean + c, mean_out);
+        if (var_out != var) std::copy(var, var + c, var_out);
+        std::fill(saved_mean, saved_mean + c, T(0));
+        std::fill(saved_inv_std, saved_inv_std + c, T(0));
+        std::copy(x, x + xt.numel(), y);
+        return Status::OK();
+      }
+      for (int64_t k = 0; k < c; ++k) saved_mean[k] /= count;
+      // The variance from squared deviations from the global mean (a second reduction for SyncBN),
+      // not E[x^2] - mean^2, which cancels catastrophically when |mean| >> std.
       ChannelSums(
           v, saved_inv_std,
           [&](int64_t i, int64_t k) {
@@ -174,9 +191,10 @@ class BatchNormKernel final : public OpKernel {
           [&](int64_t base, int64_t n, int64_t k) {
             return (ConstEigenVec<T>(x + base, n) - saved_mean[k]).square().sum();
           });
+      if constexpr (kSync) PC_RETURN_IF_ERROR(SumOverRanks(saved_inv_std, c));
       T momentum = ctx.InOpt(kBnMomentum) ? ReadScalar<T>(*ctx.InOpt(kBnMomentum)) : static_cast<T>(attrs_.momentum);
       for (int64_t k = 0; k < c; ++k) {
-        T batch_var = saved_inv_std[k] / static_cast<T>(m);
+        T batch_var = saved_inv_std[k] / count;
         mean_out[k] = mean[k] * momentum + saved_mean[k] * (T(1) - momentum);
         var_out[k] = var[k] * momentum + batch_var * (T(1) - momentum);
         saved_inv_std[k] = T(1) / std::sqrt(batch_var + eps);
@@ -204,12 +222,27 @@ class BatchNormKernel final : public OpKernel {
     return scratch.data();
   }
 
+  /// sums[0, c) and count summed over the ranks in one collective.
+  Status SumWithCount(T* sums, int64_t c, T& count) {
+    reduce_.assign(sums, sums + c);
+    reduce_.push_back(count);
+    PC_RETURN_IF_ERROR(SumOverRanks(reduce_.data(), c + 1));
+    std::copy(reduce_.begin(), reduce_.begin() + c, sums);
+    count = reduce_[c];
+    return Status::OK();
+  }
+
   BatchNormAttrs attrs_;
   std::vector<T> a_, b_;                       // per-channel affine map, sized once per channel count
   std::vector<T> saved_mean_, saved_inv_std_;  // stand-ins for absent SavedMean / SavedVariance
+  std::vector<T> reduce_;                      // sync_batch_norm: the sums and count being reduced
 };
 
-template <class T>
+/// batch_norm_grad, and with kSync sync_batch_norm_grad: X@GRAD depends on every rank's Y@GRAD
+/// through the global statistics, so the per-channel sums of dY and dY * (X - mean) are summed over
+/// the ranks for it; Scale@GRAD and Bias@GRAD stay this rank's part (the data-parallel gradient
+/// allreduce sums them, as every other parameter gradient).
+template <class T, bool kSync>
 class BatchNormGradKernel final : public OpKernel {
  public:
   explicit BatchNormGradKernel(const KernelInit& init) : attrs_(BatchNormAttrs::Decode(init.attrs)) {}
@@ -227,12 +260,13 @@ class BatchNormGradKernel final : public OpKernel {
     Tensor* dbias_t = ctx.OutOpt(kBnGDBias);
     const int64_t c = v.c, m = v.per_channel();
 
-    if (!attrs_.global_stats && m == 1) {  // the forward passed X through
+    auto pass_through = [&] {  // the forward passed X through
       if (dx) std::copy(dy, dy + xt.numel(), dx->data<T>());
       if (dscale_t) std::fill(dscale_t->data<T>(), dscale_t->data<T>() + c, T(0));
       if (dbias_t) std::fill(dbias_t->data<T>(), dbias_t->data<T>() + c, T(0));
       return Status::OK();
-    }
+    };
+    if (!kSync && !attrs_.global_stats && m == 1) return pass_through();
     dbias_.resize(c);
     dscale_.resize(c);
     T* dbias = dbias_.data();
@@ -246,6 +280,22 @@ class BatchNormGradKernel final : public OpKernel {
           return (ConstEigenVec<T>(dy + base, n) * (ConstEigenVec<T>(x + base, n) - mean[k])).sum();
         });
     for (int64_t k = 0; k < c; ++k) dscale[k] *= inv_std[k];
+    // The sums X@GRAD uses: this rank's, or with SyncBN (in training) the global batch's.
+    const T* sum_dy = dbias;
+    const T* sum_dy_xhat = dscale;
+    T count = static_cast<T>(m);
+    if constexpr (kSync) {
+      if (!attrs_.global_stats) {
+        reduce_.assign(dbias, dbias + c);
+        reduce_.insert(reduce_.end(), dscale, dscale + c);
+        reduce_.push_back(count);
+        PC_RETURN_IF_ERROR(SumOverRanks(reduce_.data(), 2 * c + 1));
+        count = reduce_[2 * c];
+        if (count == 1) return pass_through();
+        sum_dy = reduce_.data();
+        sum_dy_xhat = reduce_.data() + c;
+      }
+    }
     if (dx) {
       T* g = dx->data<T>();
       if (attrs_.global_stats) {
@@ -256,17 +306,17 @@ class BatchNormGradKernel final : public OpKernel {
             });
       } else {
         // dX = Scale * inv_std / M * (M * dY - sum(dY) - xhat * sum(dY * xhat)).
-        const T inv_m = T(1) / static_cast<T>(m);
+        const T inv_m = T(1) / count;
         MapChannels(
             v,
             [&](int64_t i, int64_t k) {
               T xhat = (x[i] - mean[k]) * inv_std[k];
-              g[i] = scale[k] * inv_std[k] * (dy[i] - (dbias[k] + xhat * dscale[k]) * inv_m);
+              g[i] = scale[k] * inv_std[k] * (dy[i] - (sum_dy[k] + xhat * sum_dy_xhat[k]) * inv_m);
             },
             [&](int64_t base, int64_t n, int64_t k) {
               // g = s * (dy - dbias/M - (x - mean) * inv_std * dscale / M), with s = scale * inv_std
               // (dscale already carries one factor of inv_std).
-              const T s = scale[k] * inv_std[k], shift = dbias[k] * inv_m, slope = inv_std[k] * dscale[k] * inv_m;
+              const T s = scale[k] * inv_std[k], shift = sum_dy[k] * inv_m, slope = inv_std[k] * sum_dy_xhat[k] * inv_m;
               MutEigenVec<T>(g + base, n) =
                   s * (ConstEigenVec<T>(dy + base, n) - shift - (ConstEigenVec<T>(x + base, n) - mean[k]) * slope);
             });
@@ -280,6 +330,7 @@ class BatchNormGradKernel final : public OpKernel {
  private:
   BatchNormAttrs attrs_;
   std::vector<T> dbias_, dscale_;
+  std::vector<T> reduce_;  // sync_batch_norm_grad: both sums and the count being reduced
 };
 
 // ---- layer_norm -----------------------------------------------------------------------------
@@ -417,14 +468,12 @@ Status LayerNormGradCpu(KernelContext& ctx, const LayerNormAttrs& attrs) {
   return Status::OK();
 }
 
-}  // namespace
-
-void RegisterNormOps(OpRegistry& r) {
-  r.Add("batch_norm")
-      .Doc(
-          "Batch normalization over all axes but the channel axis: Y = (X - mean) / sqrt(var + epsilon) * Scale + "
-          "Bias per channel, with the batch statistics in training (updating the running ones by momentum) and the "
-          "running statistics in test mode.")
+/// batch_norm and sync_batch_norm share slots, attributes and shape functions; `doc` says what
+/// differs.
+template <bool kSync>
+void AddBatchNorm(OpRegistry& r, const std::string& type, const std::string& doc, const std::string& grad_doc) {
+  r.Add(type)
+      .Doc(doc)
       .Input(kBnX, "Input [N, C] or [N, C, spatial...] (NCHW), or channels last with data_layout NHWC.")
       .Input(kBnScale, "Per-channel scale [C].")
       .Input(kBnBias, "Per-channel shift [C].")
@@ -453,12 +502,12 @@ void RegisterNormOps(OpRegistry& r) {
       .NoGradInput(kBnMean)
       .NoGradInput(kBnVariance)
       .NoGradInput(kBnMomentum)
-      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<BatchNormKernel<float>>())
-      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernelClass<BatchNormKernel<double>>());
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<BatchNormKernel<float, kSync>>())
+      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernelClass<BatchNormKernel<double, kSync>>());
 
-  r.Add("batch_norm_grad")
-      .GradOf("batch_norm")
-      .Doc("Gradient of batch_norm, through the batch statistics in training and with them fixed in test mode.")
+  r.Add(type + "_grad")
+      .GradOf(type)
+      .Doc(grad_doc)
       .Input(kBnGX, "The forward input.")
       .Input(kBnGScale, "The forward Scale.")
       .Input(kBnGBias, "The forward Bias (its shape sizes Bias@GRAD).")
@@ -474,8 +523,27 @@ void RegisterNormOps(OpRegistry& r) {
       .Output(kBnGDScale, "Gradient of the loss with respect to Scale.")
       .Output(kBnGDBias, "Gradient of the loss with respect to Bias.")
       .InferShape(InferBatchNormGrad)
-      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<BatchNormGradKernel<float>>())
-      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernelClass<BatchNormGradKernel<double>>());
+      .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<BatchNormGradKernel<float, kSync>>())
+      .Kernel(DeviceType::kCPU, DType::kFloat64, MakeKernelClass<BatchNormGradKernel<double, kSync>>());
+}
+
+}  // namespace
+
+void RegisterNormOps(OpRegistry& r) {
+  AddBatchNorm<false>(
+      r, "batch_norm",
+      "Batch normalization over all axes but the channel axis: Y = (X - mean) / sqrt(var + epsilon) * Scale + "
+      "Bias per channel, with the batch statistics in training (updating the running ones by momentum) and the "
+      "running statistics in test mode.",
+      "Gradient of batch_norm, through the batch statistics in training and with them fixed in test mode.");
+  AddBatchNorm<true>(
+      r, "sync_batch_norm",
+      "batch_norm whose training statistics are those of the global batch of all data-parallel ranks: each "
+      "rank's per-channel sums (and element counts) are summed over the ranks (the process's communicator, "
+      "Open MPI under mpirun; a CPU kernel only), so every rank normalizes with the same mean and variance "
+      "and updates the same running statistics. In test mode, or with one rank, it is batch_norm.",
+      "Gradient of sync_batch_norm: the per-channel sums of Y@GRAD and Y@GRAD * (X - mean) that X@GRAD needs "
+      "are summed over the ranks; Scale@GRAD and Bias@GRAD are this rank's part.");
 
   r.Add("layer_norm")
       .Doc(
