@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "paddlec/core/dtype.h"
@@ -39,8 +40,10 @@ class Communicator {
   /// Starts an in-place AllReduce and returns before it finishes, so that computation overlaps it:
   /// `buf` must be neither read nor written until WaitAll() returns. Collectives run in the order
   /// they were started (a blocking one first waits for those in flight), the same on every rank.
-  /// The default runs it to completion at once.
-  virtual Status StartAllReduce(void* buf, int64_t count, DType dtype, ReduceOp op) {
+  /// `owner` (the memory `buf` lies in) is held until the collective finishes, so that a run abandoned
+  /// on an error cannot free the buffer under it. The default runs it to completion at once.
+  virtual Status StartAllReduce(void* buf, int64_t count, DType dtype, ReduceOp op, std::shared_ptr<void> owner) {
+    (void)owner;
     return AllReduce(buf, count, dtype, op);
   }
   /// Returns once every started collective has finished: the first error among them, if any.

@@ -35,7 +35,7 @@ Status AllReduceCpu(KernelContext& ctx, const CommAttrs& a) {
   PC_ASSIGN_OR_RETURN(runtime::Communicator * comm, Comm(a.ring_id, "c_allreduce"));
   Tensor& out = ctx.Out(kOut);
   CopyToOut(ctx.In(kX), out);
-  if (!a.use_calc_stream) return comm->StartAllReduce(out.raw_data(), out.numel(), out.dtype(), kOp);
+  if (!a.use_calc_stream) return comm->StartAllReduce(out.raw_data(), out.numel(), out.dtype(), kOp, out.buffer());
   return comm->AllReduce(out.raw_data(), out.numel(), out.dtype(), kOp);
 }
 

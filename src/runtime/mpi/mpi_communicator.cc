@@ -175,12 +175,13 @@ class MpiCommunicator final : public Communicator {
     return Check(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), t, ToMpi(op), MPI_COMM_WORLD),
                  "MPI_Allreduce");
   }
-  Status StartAllReduce(void* buf, int64_t count, DType dtype, ReduceOp op) override {
+  Status StartAllReduce(void* buf, int64_t count, DType dtype, ReduceOp op, std::shared_ptr<void> owner) override {
     if (overlap_ == Overlap::kOff) return AllReduce(buf, count, dtype, op);
     PC_ASSIGN_OR_RETURN(MPI_Datatype t, ToMpi(dtype));
     int n = static_cast<int>(count);
-    thread_->Post(
-        [=] { return Check(MPI_Allreduce(MPI_IN_PLACE, buf, n, t, ToMpi(op), MPI_COMM_WORLD), "MPI_Allreduce"); });
+    thread_->Post([=, owner = std::move(owner)] {
+      return Check(MPI_Allreduce(MPI_IN_PLACE, buf, n, t, ToMpi(op), MPI_COMM_WORLD), "MPI_Allreduce");
+    });
     ++in_flight_;
     return Status::OK();
   }
