@@ -10,10 +10,8 @@ order, and the state after each image's last row is classified by a last fc.
 """
 
 import argparse
+import os
 import sys
-import time
-
-import numpy as np
 
 try:
     import paddlec
@@ -21,17 +19,11 @@ try:
 except ImportError:  # the package lives in .venv after scripts/setup.sh
     sys.exit("configs/dynamic_rnn_rows.py needs the paddlec package: run scripts/setup.sh, then . .venv/bin/activate")
 
-ROW = 28
+# The rows are read, fed and trained on as configs/sequence_rows.py does.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sequence_rows  # noqa: E402
 
-
-def as_sequences(images):
-    """(rows [T, 28] float32, lod [[0, ...]]) of a batch of images [N, 28, 28]: each image's rows up to
-    its last row with ink."""
-    inked = images.max(axis=2) > 0
-    lengths = np.where(inked.any(axis=1), ROW - np.argmax(inked[:, ::-1], axis=1), 1)
-    rows = np.concatenate([img[:n] for img, n in zip(images, lengths)]).astype(np.float32)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-    return rows, [offsets]
+ROW = sequence_rows.ROW
 
 
 def gru_cell(x, h, size):
@@ -73,38 +65,14 @@ def build(hidden=128, projection=64, seed=1):
 
 
 def feed(images, labels):
-    rows, lod = as_sequences(images)
+    rows, _, lod = sequence_rows.as_sequences(images)
     return {"rows": (rows, lod), "label": labels.reshape(-1, 1)}
 
 
 def train(train_limit=None, test_limit=None, epochs=3, batch_size=128, seed=1, log=print):
-    """Trains and evaluates; returns (test accuracy, median step ms, steps)."""
-    (xtr, ytr), (xte, yte) = paddlec.datasets.fashion_mnist()
-    xtr, ytr = xtr[:train_limit], ytr[:train_limit]
-    xte, yte = xte[:test_limit], yte[:test_limit]
-    main, startup, test, loss, acc = build(seed=seed)
-    exe = paddlec.Executor("cpu")
-    scope = paddlec.Scope()
-    exe.run(startup, scope=scope)
-    rng = np.random.default_rng(seed)
-    times = []
-    for epoch in range(epochs):
-        order = rng.permutation(len(xtr))
-        for b in range(0, len(order), batch_size):
-            idx = order[b:b + batch_size]
-            t0 = time.perf_counter()
-            (value,) = exe.run(main, feed=feed(xtr[idx], ytr[idx]), fetch_list=[loss], scope=scope)
-            times.append(time.perf_counter() - t0)
-        log("epoch %d: loss %.4f" % (epoch + 1, float(np.asarray(value).reshape(-1)[0])))
-    correct = 0
-    for b in range(0, len(xte), 1000):
-        (a,) = exe.run(test, feed=feed(xte[b:b + 1000], yte[b:b + 1000]), fetch_list=[acc], scope=scope)
-        correct += float(np.asarray(a).reshape(-1)[0]) * len(xte[b:b + 1000])
-    accuracy = correct / len(xte)
-    step_ms = 1000 * float(np.median(times))
-    log("test accuracy %.4f over %d images; median step %.2f ms (batch %d, %d steps)"
-        % (accuracy, len(xte), step_ms, batch_size, len(times)))
-    return accuracy, step_ms, len(times)
+    """Trains and evaluates with configs/sequence_rows.py's loop; returns (test accuracy, median step
+    ms, steps)."""
+    return sequence_rows.train(train_limit, test_limit, epochs, batch_size, seed, log, build=build, feed=feed)
 
 
 def main(argv=None):

@@ -59,8 +59,9 @@ def feed(images, labels):
     return {"rows": (rows, lod), "pos": (positions, lod), "label": labels.reshape(-1, 1)}
 
 
-def train(train_limit=None, test_limit=None, epochs=3, batch_size=128, seed=1, log=print):
-    """Trains and evaluates; returns (test accuracy, median step ms, steps)."""
+def train(train_limit=None, test_limit=None, epochs=3, batch_size=128, seed=1, log=print, build=build, feed=feed):
+    """Trains and evaluates; returns (test accuracy, median step ms, steps). configs/dynamic_rnn_rows.py
+    trains its network with this loop too, passing its own `build` and `feed`."""
     (xtr, ytr), (xte, yte) = paddlec.datasets.fashion_mnist()
     xtr, ytr = xtr[:train_limit], ytr[:train_limit]
     xte, yte = xte[:test_limit], yte[:test_limit]
