@@ -438,9 +438,14 @@ Status Plan::Run() {
 
 Status Plan::Finish(Status st) {
   // A collective started without a c_sync_comm_stream after it must not outlive the run: the next
-  // one rewrites its buffer. After an error the run is abandoned (its peers may never join the
-  // collective, and the driver stops every rank), so nothing is waited for.
+  // one rewrites its buffer. On a GPU that is an event the compute stream waits for, queued even
+  // after an error: the host does not wait, and the memory the collective uses is freed (Python may
+  // go on after the exception) into an allocator whose reuse is safe in compute-stream order only.
+  Status joined = device_->JoinPendingWork();
+  // On the CPU, after an error the run is abandoned (its peers may never join the collective, and
+  // the driver stops every rank), so nothing is waited for.
   if (!st.ok()) return st;
+  PC_RETURN_IF_ERROR(joined);
   return runtime::WaitForCollectives();
 }
 

@@ -101,8 +101,10 @@ class Plan {
   Status RunSteps();
   /// Runs a step from the recorded graph, recording it first when the plan is fully prepared.
   Status RunRecorded();
-  /// The end of a run: waits for the collectives it started (runtime::WaitForCollectives).
-  static Status Finish(Status st);
+  /// The end of a run: orders the device's later work after the collectives the run queued
+  /// (DeviceContext::JoinPendingWork) and waits for those it started on the CPU
+  /// (runtime::WaitForCollectives).
+  Status Finish(Status st);
 
   ir::Block* block_ = nullptr;
   DeviceContext* device_ = nullptr;

@@ -38,6 +38,11 @@ class DeviceContext {
   /// Copies a tensor of this device to host memory allocated from `host_alloc`.
   virtual Status CopyToHost(const Tensor& device, Tensor& host, Allocator& host_alloc);
 
+  /// Orders all work queued later on this device after the work it queued off its main queue (a
+  /// GPU's collectives on its communication stream), without waiting on the host: what a plan does at
+  /// the end of every run, so that nothing it started outlives it.
+  virtual Status JoinPendingWork() { return Status::OK(); }
+
   /// Recording: the work queued between BeginCapture and EndCapture is not run but recorded, and
   /// the returned object launches it (again and again) in one call. Devices without that (the CPU)
   /// return Unimplemented.

@@ -19,7 +19,7 @@ class DeviceContext;
 namespace paddlec::exec::cuda {
 
 /// Bumped whenever this table or a class that crosses it changes.
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;  // 2: DeviceContext::JoinPendingWork
 /// sizeof checks catch the two sides being built from different headers.
 struct AbiFingerprint {
   size_t device_context, op_registry;

@@ -1,84 +1,28 @@
-// The collective ops on a GPU place: NCCL (shipped with the CUDA toolkit) on the context's stream.
-// The NCCL communicator is created once per process on the first GPU collective, from the process's
-// communicator (runtime/comm.h): rank 0 makes the NCCL id and broadcasts it over MPI, as
-// PaddlePaddle's c_gen_nccl_id / c_comm_init pair does over TCP.
-#include <nccl.h>
-
-#include <cstring>
-#include <mutex>
+// The collective ops on a GPU place: NCCL (shipped with the CUDA toolkit) over the process's NCCL
+// communicator (runtime/cuda/nccl.h), created on the first GPU collective.
+//
+// A c_allreduce_* with use_calc_stream = false runs on the context's communication stream, after
+// the compute stream's work so far, so that the ops after it compute while it runs; c_sync_comm_stream
+// orders the compute stream after it, and so does the end of the run (Plan::Finish) when a program
+// has no sync. Every other collective runs on the compute stream, after the communication stream's
+// collectives: NCCL needs one communicator's collectives in the same order on every rank, and two
+// streams would let a GPU run them in either order.
+#include <algorithm>
 
 #include "collective_slots.h"
 #include "common/cuda_host.h"
+#include "runtime/cuda/nccl.h"
 
 namespace paddlec::ops {
 namespace {
 
 using namespace collective;  // NOLINT: the family's own slot constants
+using runtime::cuda::NcclStatus;
+using runtime::cuda::ToNccl;
 
-Status NcclStatus(ncclResult_t r, const char* what) {
-  if (r == ncclSuccess) return Status::OK();
-  return MakeError(ErrorCode::kRuntime, "{} failed: {}", what, ncclGetErrorString(r))
-      .Note("NCCL_DEBUG=WARN prints NCCL's own diagnosis");
-}
-
-StatusOr<ncclDataType_t> ToNccl(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-      return ncclFloat32;
-    case DType::kFloat64:
-      return ncclFloat64;
-    case DType::kFloat16:
-      return ncclFloat16;
-    case DType::kInt32:
-      return ncclInt32;
-    case DType::kInt64:
-      return ncclInt64;
-    case DType::kInt8:
-      return ncclInt8;
-    case DType::kUInt8:
-      return ncclUint8;
-    default:
-      return MakeError(ErrorCode::kUnimplemented, "NCCL collectives do not support {}", DTypeName(t));
-  }
-}
-
-ncclRedOp_t ToNccl(runtime::ReduceOp op) {
-  switch (op) {
-    case runtime::ReduceOp::kSum:
-      return ncclSum;
-    case runtime::ReduceOp::kMax:
-      return ncclMax;
-    case runtime::ReduceOp::kMin:
-      return ncclMin;
-    case runtime::ReduceOp::kProd:
-      return ncclProd;
-  }
-  return ncclSum;
-}
-
-/// The process's NCCL communicator over the ranks of runtime::WorldCommunicator(), on `device`.
 StatusOr<ncclComm_t> NcclComm(int ring_id, int device, std::string_view op) {
   PC_RETURN_IF_ERROR(CheckRing(ring_id, op));
-  static std::mutex mu;
-  static ncclComm_t comm = nullptr;
-  static int comm_device = -1;
-  std::lock_guard<std::mutex> lock(mu);
-  if (comm != nullptr) {
-    if (comm_device != device)
-      return MakeError(ErrorCode::kUnimplemented, "{}: the NCCL communicator is on GPU {}, not {}", op, comm_device,
-                       device)
-          .Note("one GPU per process: start one rank per GPU");
-    return comm;
-  }
-  PC_ASSIGN_OR_RETURN(runtime::Communicator * world, runtime::WorldCommunicator());
-  ncclUniqueId id;
-  std::memset(&id, 0, sizeof(id));
-  if (world->rank() == 0) PC_RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
-  PC_RETURN_IF_ERROR(world->Broadcast(&id, sizeof(id), 0));
-  PC_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-  PC_RETURN_IF_ERROR(NcclStatus(ncclCommInitRank(&comm, world->size(), id, world->rank()), "ncclCommInitRank"));
-  comm_device = device;
-  return comm;
+  return runtime::cuda::NcclWorld(device, op);
 }
 
 /// Out = X on the device (skipped when they are one buffer).
@@ -89,16 +33,21 @@ Status CopyToOut(KernelContext& ctx, const Tensor& x, Tensor& out) {
   return Status::OK();
 }
 
-/// Every collective: NCCL on the compute stream, so no stream synchronisation is needed around it
-/// (use_calc_stream is honoured as if always true).
+/// Every collective. NCCL calls can be captured into CUDA graphs, but a replay must not run ahead of
+/// the other ranks' matching calls: they are kept out of graphs.
 class CollectiveGpu : public OpKernel {
  public:
   explicit CollectiveGpu(const KernelInit& init) : a_(CommAttrs::Decode(init.attrs)) {}
-  // NCCL calls can be captured into CUDA graphs, but a replay must not run ahead of the other ranks'
-  // matching calls: keep them out of graphs.
   bool Replayable() const override { return false; }
 
  protected:
+  /// The compute stream, ordered after the collectives queued on the communication stream: a
+  /// collective queued on it then runs after them, in the order every rank issued them.
+  static StatusOr<cudaStream_t> ComputeStreamAfterComm(cuda::CudaContext& cc) {
+    PC_RETURN_IF_ERROR(cc.JoinCommStream());
+    return cc.stream();
+  }
+
   CommAttrs a_;
 };
 
@@ -112,9 +61,16 @@ class AllReduceGpu final : public CollectiveGpu {
     const Tensor& x = ctx.In(kX);
     Tensor& out = ctx.Out(kOut);
     PC_ASSIGN_OR_RETURN(ncclDataType_t t, ToNccl(x.dtype()));
-    return NcclStatus(
-        ncclAllReduce(x.raw_data(), out.raw_data(), static_cast<size_t>(x.numel()), t, ToNccl(kOp), comm, cc.stream()),
-        "ncclAllReduce");
+    const size_t n = static_cast<size_t>(x.numel());
+    if (a_.use_calc_stream) {
+      PC_ASSIGN_OR_RETURN(cudaStream_t s, ComputeStreamAfterComm(cc));
+      return NcclStatus(ncclAllReduce(x.raw_data(), out.raw_data(), n, t, ToNccl(kOp), comm, s), "ncclAllReduce");
+    }
+    // Out = X on the compute stream first, so that only Out is in use until the sync, as on the CPU:
+    // the ops after this one may overwrite X, or (after plan-memory) reuse its buffer.
+    PC_RETURN_IF_ERROR(CopyToOut(ctx, x, out));
+    PC_ASSIGN_OR_RETURN(cudaStream_t s, cc.CommStreamAfterCompute(out.buffer()));
+    return NcclStatus(ncclAllReduce(out.raw_data(), out.raw_data(), n, t, ToNccl(kOp), comm, s), "ncclAllReduce");
   }
 };
 
@@ -128,8 +84,9 @@ class AllReduceByTypeGpu final : public CollectiveGpu {
     const Tensor& x = ctx.In(kX);
     PC_ASSIGN_OR_RETURN(ncclDataType_t t, ToNccl(x.dtype()));
     ncclRedOp_t op = a_.reduce_type == kReduceAvg ? ncclAvg : ToNccl(ReduceOf(a_.reduce_type));
+    PC_ASSIGN_OR_RETURN(cudaStream_t s, ComputeStreamAfterComm(cc));
     return NcclStatus(
-        ncclAllReduce(x.raw_data(), ctx.Out(kOut).raw_data(), static_cast<size_t>(x.numel()), t, op, comm, cc.stream()),
+        ncclAllReduce(x.raw_data(), ctx.Out(kOut).raw_data(), static_cast<size_t>(x.numel()), t, op, comm, s),
         "ncclAllReduce");
   }
 };
@@ -142,7 +99,8 @@ class BroadcastGpu final : public CollectiveGpu {
     PC_ASSIGN_OR_RETURN(ncclComm_t comm, NcclComm(a_.ring_id, cc.device(), "c_broadcast"));
     const Tensor& x = ctx.In(kX);
     Tensor& out = ctx.Out(kOut);
-    return NcclStatus(ncclBroadcast(x.raw_data(), out.raw_data(), x.nbytes(), ncclUint8, a_.root, comm, cc.stream()),
+    PC_ASSIGN_OR_RETURN(cudaStream_t s, ComputeStreamAfterComm(cc));
+    return NcclStatus(ncclBroadcast(x.raw_data(), out.raw_data(), x.nbytes(), ncclUint8, a_.root, comm, s),
                       "ncclBroadcast");
   }
 };
@@ -159,17 +117,31 @@ class AllGatherGpu final : public CollectiveGpu {
       return MakeError(ErrorCode::kInvalidArgument, "c_allgather: nranks is {} but the process group has {} ranks",
                        a_.nranks, nranks);
     const Tensor& x = ctx.In(kX);
-    return NcclStatus(ncclAllGather(x.raw_data(), ctx.Out(kOut).raw_data(), x.nbytes(), ncclUint8, comm, cc.stream()),
+    PC_ASSIGN_OR_RETURN(cudaStream_t s, ComputeStreamAfterComm(cc));
+    return NcclStatus(ncclAllGather(x.raw_data(), ctx.Out(kOut).raw_data(), x.nbytes(), ncclUint8, comm, s),
                       "ncclAllGather");
   }
 };
 
-/// c_identity and the stream syncs: every kernel runs on the one compute stream, so Out = X is all.
+/// c_identity and c_sync_calc_stream: Out = X. (c_sync_calc_stream has nothing to order: every
+/// collective on the communication stream already waits for the compute stream's work before it.)
 Status PassThroughGpu(KernelContext& ctx) {
   int n = std::min(ctx.NumIn(kX), ctx.NumOut(kOut));
   for (int i = 0; i < n; ++i) PC_RETURN_IF_ERROR(CopyToOut(ctx, ctx.In(kX, i), ctx.Out(kOut, i)));
   return Status::OK();
 }
+
+/// c_sync_comm_stream: the compute stream waits (on the device) for the collectives queued on the
+/// communication stream, so the ops after it read the reduced values. Out = X.
+class SyncCommGpu final : public CollectiveGpu {
+ public:
+  using CollectiveGpu::CollectiveGpu;
+  Status Run(KernelContext& ctx) override {
+    PC_RETURN_IF_ERROR(CheckRing(a_.ring_id, "c_sync_comm_stream"));
+    PC_RETURN_IF_ERROR(cuda::Cuda(ctx).JoinCommStream());
+    return PassThroughGpu(ctx);
+  }
+};
 
 Status Coalesce(KernelContext& ctx, const CoalesceAttrs& a) {
   Tensor& fused = ctx.Out(kFusedOutput);
@@ -229,8 +201,9 @@ Status RegisterCollectiveCudaKernels(OpRegistry& r) {
     PC_RETURN_IF_ERROR(r.AddKernel("broadcast", DeviceType::kCUDA, t, MakeKernelClass<BroadcastGpu>()));
     PC_RETURN_IF_ERROR(r.AddKernel("all_reduce", DeviceType::kCUDA, t, MakeKernelClass<AllReduceByTypeGpu>()));
     PC_RETURN_IF_ERROR(r.AddKernel("c_allgather", DeviceType::kCUDA, t, MakeKernelClass<AllGatherGpu>()));
-    for (const char* op : {"c_identity", "c_sync_calc_stream", "c_sync_comm_stream"})
+    for (const char* op : {"c_identity", "c_sync_calc_stream"})
       PC_RETURN_IF_ERROR(r.AddKernel(op, DeviceType::kCUDA, t, MakeKernel(PassThroughGpu)));
+    PC_RETURN_IF_ERROR(r.AddKernel("c_sync_comm_stream", DeviceType::kCUDA, t, MakeKernelClass<SyncCommGpu>()));
   }
   for (DType t : {DType::kFloat32, DType::kFloat64})
     PC_RETURN_IF_ERROR(r.AddKernel("coalesce_tensor", DeviceType::kCUDA, t, MakeKernelClass<CoalesceGpu>()));

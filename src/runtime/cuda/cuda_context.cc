@@ -75,7 +75,12 @@ StatusOr<std::unique_ptr<CudaContext>> CudaContext::Create(int device) {
 }
 
 CudaContext::~CudaContext() {
+  if (comm_stream_) cudaStreamSynchronize(comm_stream_);
   if (stream_) cudaStreamSynchronize(stream_);
+  comm_holds_.clear();
+  if (compute_done_) cudaEventDestroy(compute_done_);
+  if (comm_done_) cudaEventDestroy(comm_done_);
+  if (comm_stream_) cudaStreamDestroy(comm_stream_);
   workspace_.reset();
   if (cudnn_) cudnnDestroy(cudnn_);
   if (cublas_) cublasDestroy(cublas_);
@@ -83,7 +88,42 @@ CudaContext::~CudaContext() {
 }
 
 Status CudaContext::Synchronize() {
+  if (comm_stream_) PC_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(comm_stream_));
   PC_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return Status::OK();
+}
+
+StatusOr<cudaStream_t> CudaContext::CommStreamAfterCompute(std::shared_ptr<void> hold) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  PC_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream_, &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    return MakeError(ErrorCode::kUnimplemented,
+                     "a collective on the communication stream (use_calc_stream=false) cannot be recorded in a CUDA "
+                     "graph")
+        .Note("run without --cuda-graph, or set use_calc_stream=true");
+  if (comm_stream_ == nullptr) {
+    PC_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    // Timing off: these events only order the two streams, and are then the cheapest kind.
+    PC_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+    PC_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
+    PC_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+  }
+  // A wait takes the event's latest record at the time of the call, so one event serves every
+  // collective: re-recording it later does not move an earlier wait.
+  PC_CUDA_RETURN_IF_ERROR(cudaEventRecord(compute_done_, stream_));
+  PC_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(comm_stream_, compute_done_, 0));
+  comm_pending_ = true;
+  if (hold) comm_holds_.push_back(std::move(hold));
+  return comm_stream_;
+}
+
+Status CudaContext::JoinCommStream() {
+  if (!comm_pending_) return Status::OK();
+  PC_CUDA_RETURN_IF_ERROR(cudaEventRecord(comm_done_, comm_stream_));
+  PC_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, comm_done_, 0));
+  comm_pending_ = false;
+  // From here on the allocator's compute-stream order covers the collectives' memory.
+  comm_holds_.clear();
   return Status::OK();
 }
 

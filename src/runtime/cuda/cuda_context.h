@@ -1,8 +1,11 @@
 // The CUDA device context: one stream, cuBLAS and cuDNN handles bound to it, and the caching device
 // allocator; what every CUDA kernel gets from KernelContext::device_as<CudaContext>().
 //
-// All of a context's work is queued on its one stream, so kernels never synchronize the host;
-// only CopyToHost (fetching a value) and Synchronize wait.
+// All of a context's work is queued on its compute stream, so kernels never synchronize the host;
+// only CopyToHost (fetching a value) and Synchronize wait. The one exception is the communication
+// stream, where the collectives that overlap computation run (c_allreduce_* with use_calc_stream =
+// false): events order it after the compute stream's work it reads, and the compute stream after it
+// at c_sync_comm_stream, before any other collective, and at the end of every run (JoinPendingWork).
 #pragma once
 
 #include <cublas_v2.h>
@@ -41,8 +44,9 @@ Error CudnnError(cudnnStatus_t s, const char* what);
   } while (0)
 
 /// Device memory in size-binned free lists: freed blocks are kept and handed out again, so a
-/// training loop calls cudaMalloc only during its first step. Blocks are reused in stream order
-/// (every context has one stream), which makes reuse safe without events.
+/// training loop calls cudaMalloc only during its first step. Blocks are reused in the compute
+/// stream's order, which makes reuse safe without events; memory the communication stream uses is
+/// held by the context until the compute stream has been ordered after it (CommStreamAfterCompute).
 class CudaCachingAllocator final : public Allocator {
  public:
   static std::shared_ptr<CudaCachingAllocator> Create(int device);
@@ -78,10 +82,29 @@ class CudaContext final : public DeviceContext {
   Status BeginCapture() override;
   StatusOr<std::unique_ptr<CapturedWork>> EndCapture() override;
 
+  /// The communication stream, for a collective that overlaps the computation after it: created on
+  /// the first call and ordered (an event) after all work queued on the compute stream so far, so
+  /// the collective sees its input's final value. `hold` (the memory the collective uses) is kept
+  /// until JoinCommStream: freed earlier, the caching allocator could hand it to compute-stream work
+  /// while the collective still uses it. Refused while the compute stream is being recorded as a
+  /// CUDA graph (a replay would not wait for the collective's peers).
+  StatusOr<cudaStream_t> CommStreamAfterCompute(std::shared_ptr<void> hold);
+  /// Orders the compute stream (an event; the host does not wait) after all work queued on the
+  /// communication stream, and lets go of the memory held for it. Nothing when none is pending.
+  Status JoinCommStream();
+  /// Work was queued on the communication stream and the compute stream is not yet ordered after it.
+  bool comm_pending() const { return comm_pending_; }
+  Status JoinPendingWork() override { return JoinCommStream(); }
+
  private:
   explicit CudaContext(int device) : device_(device) {}
   int device_;
   cudaStream_t stream_ = nullptr;
+  // The communication stream and the events ordering it with stream_, created on first use.
+  cudaStream_t comm_stream_ = nullptr;
+  cudaEvent_t compute_done_ = nullptr, comm_done_ = nullptr;
+  bool comm_pending_ = false;
+  std::vector<std::shared_ptr<void>> comm_holds_;  // memory the queued collectives use
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   std::shared_ptr<Buffer> workspace_;
