@@ -79,5 +79,29 @@ TEST_CASE("the fused ops of -O1 and -O2 have GPU twins for each CPU dtype") {
   }
 }
 
+TEST_CASE("the data-parallel ops have GPU twins for each CPU dtype") {
+  const cuda::BackendApi* api = LoadApi();
+  if (api == nullptr) return;
+  ops::OpRegistry r;
+  ops::RegisterAllOps(r);
+  char why[512] = {};
+  REQUIRE_MESSAGE(api->register_kernels(&r, why, sizeof(why)) == 0, why);
+  for (const char* type : {"c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod", "c_broadcast",
+                           "c_sync_comm_stream", "c_sync_calc_stream", "coalesce_tensor", "sync_batch_norm",
+                           "sync_batch_norm_grad"}) {
+    CAPTURE(type);
+    const ops::OpInfo* info = r.Find(type);
+    REQUIRE(info != nullptr);
+    int cpu = 0;
+    for (auto [device, dtype] : info->KernelKeys()) {
+      if (device != DeviceType::kCPU) continue;
+      ++cpu;
+      CAPTURE(DTypeName(dtype));
+      CHECK(info->FindKernel(DeviceType::kCUDA, dtype) != nullptr);
+    }
+    CHECK(cpu > 0);
+  }
+}
+
 }  // namespace
 }  // namespace paddlec::exec

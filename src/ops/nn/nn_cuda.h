@@ -62,16 +62,39 @@ struct ChannelView {
 /// Scratch elements (of T) the batch_norm launchers need for per-block partial sums.
 int64_t BatchNormPartialsSize(const ChannelView& v);
 
+/// sync_batch_norm's collective, called between batch_norm's reductions: in place, the `n` values
+/// at `buf` (device memory written by work queued on `s`) become their sums over the data-parallel
+/// ranks, queued on `s`. Returns false when it could not be queued (the implementation keeps why).
+class RankSum {
+ public:
+  virtual ~RankSum() = default;
+  virtual bool Sum(void* buf, int64_t n, cudaStream_t s) = 0;
+};
+
+/// What sync_batch_norm adds to batch_norm in training: the per-channel sums (and the element count)
+/// go through `sum` before they are used, so the statistics are the global batch's. `stats` is
+/// channels + 1 scratch elements (of T) where the sums wait for it.
+template <class T>
+struct BatchNormSync {
+  RankSum* sum;
+  T* stats;
+};
+/// What a batch_norm launcher returns when `BatchNormSync::sum` failed.
+inline constexpr cudaError_t kRankSumFailed = cudaErrorUnknown;
+
 /// Training-mode batch_norm (outer * inner > 1): batch mean and biased variance per channel in two
 /// deterministic passes, running statistics updated (mean_out / var_out may alias mean / var),
 /// saved_mean = batch mean, saved_inv_std = 1 / sqrt(var + eps), then y = x * a + b with a = scale *
 /// inv_std, b = bias - mean * a. `momentum_ptr` (device, float or double per momentum_is_double)
 /// overrides `momentum` when not null. `ab` holds 2 * channels scratch, `partials`
-/// BatchNormPartialsSize.
+/// BatchNormPartialsSize. With `sync` (sync_batch_norm) the statistics are the global batch's, and
+/// a global count of 1 passes x through as batch_norm does for one value per channel (any
+/// outer * inner is accepted then, this rank's may even be 0).
 template <class T>
 cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean, const T* var,
                            T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps, double momentum,
-                           const void* momentum_ptr, bool momentum_is_double, T* ab, T* partials, cudaStream_t s);
+                           const void* momentum_ptr, bool momentum_is_double, T* ab, T* partials,
+                           const BatchNormSync<T>* sync, cudaStream_t s);
 /// Test-mode batch_norm: normalizes with the running statistics, copies them to mean_out / var_out
 /// (when they are other buffers), saved_mean = mean, saved_inv_std = 1 / sqrt(var + eps).
 template <class T>
@@ -79,11 +102,14 @@ cudaError_t BatchNormInfer(const ChannelView& v, const T* x, const T* scale, con
                            T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps, T* ab,
                            cudaStream_t s);
 /// batch_norm_grad. dx, dscale, dbias may be null. `global_stats`: the statistics were constants.
-/// `scratch` holds 2 * channels, `partials` BatchNormPartialsSize.
+/// `scratch` holds 2 * channels, `partials` BatchNormPartialsSize. With `sum` (sync_batch_norm_grad
+/// in training; `scratch` then holds 2 * channels + 1) dx uses the sums of dy and dy * (x - mean)
+/// and the element count summed over the ranks, while dscale and dbias stay this rank's; a global
+/// count of 1 passes dy through (dscale = dbias = 0), as the forward passed x.
 template <class T>
 cudaError_t BatchNormBackward(const ChannelView& v, const T* x, const T* scale, const T* saved_mean,
                               const T* saved_inv_std, const T* dy, T* dx, T* dscale, T* dbias, bool global_stats,
-                              T* scratch, T* partials, cudaStream_t s);
+                              T* scratch, T* partials, RankSum* sum, cudaStream_t s);
 
 /// layer_norm over `rows` rows of `width`: y = (x - mean) * inv_std [* scale] [+ bias]; mean / var
 /// (biased) per row when not null. scale and bias may be null.

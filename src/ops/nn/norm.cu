@@ -125,13 +125,14 @@ __device__ Pair<T> Totals(const T* partials, int64_t lines, int64_t parts, int64
   return {t0, t1};
 }
 
-/// y = x * ab[c] + ab[C + c] over the channel view.
+/// y = x * ab[c] + ab[C + c] over the channel view; y = x when `count` (sync_batch_norm's global
+/// element count, on the device) is 1.
 template <class T>
-cudaError_t ApplyAffine(const ChannelView& v, const T* x, const T* ab, T* y, cudaStream_t s) {
+cudaError_t ApplyAffine(const ChannelView& v, const T* x, const T* ab, T* y, const T* count, cudaStream_t s) {
   const int64_t channels = v.channels, inner = v.inner;
   return ForEach(s, v.outer * channels * inner, [=] __device__(int64_t i) {
     int64_t c = nn::ChannelOf(i, channels, inner);
-    y[i] = x[i] * ab[c] + ab[channels + c];
+    y[i] = count && *count == T(1) ? x[i] : x[i] * ab[c] + ab[channels + c];
   });
 }
 
@@ -144,16 +145,25 @@ int64_t BatchNormPartialsSize(const ChannelView& v) {
   return 2 * v.channels * sp.parts;
 }
 
+// sync_batch_norm runs batch_norm's kernels with one change: where batch_norm's kernels use a
+// channel's total and the element count `m`, sync_batch_norm's first write them to memory, sum them
+// over the ranks, and read the sums back. With one rank the sums are the values themselves (NCCL's
+// sum over one rank copies), and the divisions are IEEE's correctly rounded ones in both, so the two
+// ops give the same bits.
 template <class T>
 cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, const T* bias, const T* mean, const T* var,
                            T* y, T* mean_out, T* var_out, T* saved_mean, T* saved_inv_std, double eps, double momentum,
-                           const void* momentum_ptr, bool momentum_is_double, T* ab, T* partials, cudaStream_t s) {
-  const int64_t channels = v.channels, inner = v.inner, m = v.per_channel();
-  if (channels == 0) return cudaSuccess;
+                           const void* momentum_ptr, bool momentum_is_double, T* ab, T* partials,
+                           const BatchNormSync<T>* sync, cudaStream_t s) {
+  const int64_t channels = v.channels, m = v.per_channel();
+  if (channels == 0) return cudaSuccess;  // the same on every rank (C is the model's), so no rank syncs
   nn::ReductionSplit sp = SplitFor(v);
   if (TooManyBlocks(channels * sp.parts)) return cudaErrorInvalidConfiguration;
   const int64_t parts = sp.parts;
   const T tm = static_cast<T>(m), e = static_cast<T>(eps), mom_attr = static_cast<T>(momentum);
+  // sync_batch_norm: stats[c] holds channel c's global sum, stats[channels] the global count.
+  T* stats = sync ? sync->stats : nullptr;
+  const T* count = sync ? sync->stats + channels : nullptr;
 
   // Pass 1: the batch mean.
   cudaError_t err = LaunchPartials(
@@ -163,8 +173,18 @@ cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, con
       },
       partials, s);
   if (err != cudaSuccess) return err;
-  err =
-      ForEach(s, channels, [=] __device__(int64_t c) { saved_mean[c] = Totals(partials, channels, parts, c).a / tm; });
+  if (sync == nullptr) {
+    err = ForEach(s, channels,
+                  [=] __device__(int64_t c) { saved_mean[c] = Totals(partials, channels, parts, c).a / tm; });
+  } else {
+    err = ForEach(s, channels, [=] __device__(int64_t c) {
+      stats[c] = Totals(partials, channels, parts, c).a;
+      if (c == 0) stats[channels] = tm;
+    });
+    if (err != cudaSuccess) return err;
+    if (!sync->sum->Sum(stats, channels + 1, s)) return kRankSumFailed;
+    err = ForEach(s, channels, [=] __device__(int64_t c) { saved_mean[c] = stats[c] / *count; });
+  }
   if (err != cudaSuccess) return err;
   // Pass 2: the sum of squared deviations from it.
   err = LaunchPartials(
@@ -175,13 +195,27 @@ cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, con
       },
       partials, s);
   if (err != cudaSuccess) return err;
+  if (sync != nullptr) {
+    err = ForEach(s, channels, [=] __device__(int64_t c) { stats[c] = Totals(partials, channels, parts, c).a; });
+    if (err != cudaSuccess) return err;
+    if (!sync->sum->Sum(stats, channels, s)) return kRankSumFailed;  // stats[channels] is global already
+  }
   // Running statistics (momentum read on the device), inverse std and the affine map.
   const float* mom_f = momentum_is_double ? nullptr : static_cast<const float*>(momentum_ptr);
   const double* mom_d = momentum_is_double ? static_cast<const double*>(momentum_ptr) : nullptr;
   err = ForEach(s, channels, [=] __device__(int64_t c) {
     T mom = mom_d ? static_cast<T>(*mom_d) : mom_f ? static_cast<T>(*mom_f) : mom_attr;
-    T batch_var = Totals(partials, channels, parts, c).a / tm;
+    T batch_var = (stats ? stats[c] : Totals(partials, channels, parts, c).a) / (count ? *count : tm);
     T mu = saved_mean[c], running_mean = mean[c], running_var = var[c];  // read before mean_out/var_out (aliases)
+    if (count && *count == T(1)) {
+      // One value per channel in the global batch: batch_norm's pass-through (its host code takes
+      // that branch before launching; only sync_batch_norm learns the global count here).
+      mean_out[c] = running_mean;
+      var_out[c] = running_var;
+      saved_mean[c] = T(0);
+      saved_inv_std[c] = T(0);
+      return;
+    }
     mean_out[c] = running_mean * mom + mu * (T(1) - mom);
     var_out[c] = running_var * mom + batch_var * (T(1) - mom);
     T inv = T(1) / sqrt(batch_var + e);
@@ -191,8 +225,7 @@ cudaError_t BatchNormTrain(const ChannelView& v, const T* x, const T* scale, con
     ab[channels + c] = bias[c] - mu * a;
   });
   if (err != cudaSuccess) return err;
-  (void)inner;
-  return ApplyAffine(v, x, ab, y, s);
+  return ApplyAffine(v, x, ab, y, count, s);
 }
 
 template <class T>
@@ -213,13 +246,13 @@ cudaError_t BatchNormInfer(const ChannelView& v, const T* x, const T* scale, con
     ab[channels + c] = bias[c] - mu * a;
   });
   if (err != cudaSuccess) return err;
-  return ApplyAffine(v, x, ab, y, s);
+  return ApplyAffine(v, x, ab, y, static_cast<const T*>(nullptr), s);
 }
 
 template <class T>
 cudaError_t BatchNormBackward(const ChannelView& v, const T* x, const T* scale, const T* saved_mean,
                               const T* saved_inv_std, const T* dy, T* dx, T* dscale, T* dbias, bool global_stats,
-                              T* scratch, T* partials, cudaStream_t s) {
+                              T* scratch, T* partials, RankSum* sum, cudaStream_t s) {
   const int64_t channels = v.channels, inner = v.inner, m = v.per_channel();
   if (channels == 0) return cudaSuccess;
   nn::ReductionSplit sp = SplitFor(v);
@@ -227,6 +260,7 @@ cudaError_t BatchNormBackward(const ChannelView& v, const T* x, const T* scale, 
   const int64_t parts = sp.parts;
   const T* mean = saved_mean;
   const T* inv_std = saved_inv_std;
+  if (global_stats) sum = nullptr;  // constant statistics: X@GRAD needs no other rank's values
   // sum(dY) and sum(dY * (X - mean)) per channel.
   cudaError_t err = LaunchPartials(
       v,
@@ -237,6 +271,9 @@ cudaError_t BatchNormBackward(const ChannelView& v, const T* x, const T* scale, 
   if (err != cudaSuccess) return err;
   T* sum_dy = scratch;                  // = dBias
   T* sum_dy_xhat = scratch + channels;  // = dScale
+  // sync_batch_norm_grad: scratch[2 * channels] is the element count, summed over the ranks with both sums.
+  const T tm = static_cast<T>(m);
+  T* count = sum ? scratch + 2 * channels : nullptr;
   err = ForEach(s, channels, [=] __device__(int64_t c) {
     Pair<T> t = Totals(partials, channels, parts, c);
     T db = t.a, ds = t.b * inv_std[c];
@@ -244,8 +281,22 @@ cudaError_t BatchNormBackward(const ChannelView& v, const T* x, const T* scale, 
     sum_dy_xhat[c] = ds;
     if (dbias) dbias[c] = db;
     if (dscale) dscale[c] = ds;
+    if (count && c == 0) *count = tm;
   });
-  if (err != cudaSuccess || dx == nullptr) return err;
+  if (err != cudaSuccess) return err;
+  if (sum != nullptr) {
+    if (!sum->Sum(scratch, 2 * channels + 1, s)) return kRankSumFailed;
+    if (dscale || dbias) {
+      // A global batch of one value per channel: the forward passed X through.
+      err = ForEach(s, channels, [=] __device__(int64_t c) {
+        if (*count != T(1)) return;
+        if (dbias) dbias[c] = T(0);
+        if (dscale) dscale[c] = T(0);
+      });
+      if (err != cudaSuccess) return err;
+    }
+  }
+  if (dx == nullptr) return cudaSuccess;
   const int64_t n = v.outer * channels * inner;
   if (global_stats)
     return ForEach(s, n, [=] __device__(int64_t i) {
@@ -253,11 +304,16 @@ cudaError_t BatchNormBackward(const ChannelView& v, const T* x, const T* scale, 
       dx[i] = dy[i] * (scale[c] * inv_std[c]);
     });
   // dX = s * (dY - dBias / M - (X - mean) * inv_std * dScale / M), s = Scale * inv_std (norm.cc's plane form).
-  const T inv_m = T(1) / static_cast<T>(m);
+  // 1 / M on the host equals 1 / count on the device when count == M (both correctly rounded).
+  const T inv_m = T(1) / tm;
   return ForEach(s, n, [=] __device__(int64_t i) {
+    if (count && *count == T(1)) {
+      dx[i] = dy[i];
+      return;
+    }
     int64_t c = nn::ChannelOf(i, channels, inner);
-    const T is = inv_std[c];
-    const T sc = scale[c] * is, shift = sum_dy[c] * inv_m, slope = is * sum_dy_xhat[c] * inv_m;
+    const T is = inv_std[c], im = count ? T(1) / *count : inv_m;
+    const T sc = scale[c] * is, shift = sum_dy[c] * im, slope = is * sum_dy_xhat[c] * im;
     dx[i] = sc * (dy[i] - shift - (x[i] - mean[c]) * slope);
   });
 }
@@ -382,11 +438,12 @@ cudaError_t LayerNormBackward(const T* x, const T* scale, const T* mean, const T
 
 #define PC_INSTANTIATE(T)                                                                                              \
   template cudaError_t BatchNormTrain<T>(const ChannelView&, const T*, const T*, const T*, const T*, const T*, T*, T*, \
-                                         T*, T*, T*, double, double, const void*, bool, T*, T*, cudaStream_t);         \
+                                         T*, T*, T*, double, double, const void*, bool, T*, T*,                        \
+                                         const BatchNormSync<T>*, cudaStream_t);                                       \
   template cudaError_t BatchNormInfer<T>(const ChannelView&, const T*, const T*, const T*, const T*, const T*, T*, T*, \
                                          T*, T*, T*, double, T*, cudaStream_t);                                        \
   template cudaError_t BatchNormBackward<T>(const ChannelView&, const T*, const T*, const T*, const T*, const T*, T*,  \
-                                            T*, T*, bool, T*, T*, cudaStream_t);                                       \
+                                            T*, T*, bool, T*, T*, RankSum*, cudaStream_t);                             \
   template cudaError_t LayerNormForward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double,         \
                                            cudaStream_t);                                                              \
   template cudaError_t LayerNormBackward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,     \

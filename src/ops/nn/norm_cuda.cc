@@ -4,11 +4,16 @@
 // channel pass-through. The kernels are norm.cu's own deterministic two-pass reductions rather than
 // cuDNN's batch-norm API, whose running variance is the unbiased one and whose reductions are not
 // specified to be deterministic.
+//
+// sync_batch_norm and its gradient are the same kernel classes with kSync: norm.cu's launchers sum
+// the per-channel totals and the element count over the ranks between their passes, with NCCL on the
+// compute stream (the statistics are needed by the very next kernel, so there is nothing to overlap).
 #include <string>
 
 #include "nn/nn_cuda.h"
 #include "nn/nn_cuda_host.h"
 #include "nn/norm_slots.h"
+#include "runtime/cuda/nccl.h"
 
 namespace paddlec::ops::nn {
 namespace {
@@ -16,16 +21,52 @@ namespace {
 using namespace norm;  // NOLINT: the family's shared slots and attributes
 using runtime::cuda::CudaContext;
 
+/// sync_batch_norm's sums over the ranks: an in-place NCCL allreduce on the compute stream, after the
+/// collectives still queued on the communication stream (one communicator's collectives must run in
+/// the order every rank issued them). One per run of the kernel; `op` names it in errors.
+template <class T>
+class NcclRankSum final : public cuda::RankSum {
+ public:
+  NcclRankSum(CudaContext& cc, const char* op) : cc_(cc), op_(op) {}
+  /// Gets the communicator (created on the first use) and joins the communication stream.
+  Status Prepare() {
+    PC_ASSIGN_OR_RETURN(comm_, runtime::cuda::NcclWorld(cc_.device(), op_));
+    PC_ASSIGN_OR_RETURN(type_, runtime::cuda::ToNccl(DTypeOf<T>()));
+    return cc_.JoinCommStream();
+  }
+  bool Sum(void* buf, int64_t n, cudaStream_t s) override {
+    status_ = runtime::cuda::NcclStatus(ncclAllReduce(buf, buf, static_cast<size_t>(n), type_, ncclSum, comm_, s),
+                                        "ncclAllReduce");
+    return status_.ok();
+  }
+  /// The launcher's result, or why the sum failed.
+  Status Result(cudaError_t e, const char* kernel) {
+    if (!status_.ok()) return std::move(status_);
+    return cuda::Launched(e, kernel);
+  }
+
+ private:
+  CudaContext& cc_;
+  const char* op_;
+  ncclComm_t comm_ = nullptr;
+  ncclDataType_t type_ = ncclFloat32;
+  Status status_;
+};
+
 /// norm.cc's ViewChannels: NCHW gives [N, C, H*W...], NHWC and 2-D inputs give [N*H*W..., C, 1].
 cuda::ChannelView ViewChannels(const Dims& x, bool channel_last) {
   if (channel_last || x.rank() == 2) return {x.Product(0, x.rank() - 1), x[x.rank() - 1], 1};
   return {x[0], x[1], x.Product(2, x.rank())};
 }
 
-template <class T>
+/// batch_norm, and with kSync sync_batch_norm (statistics of the global batch in training).
+template <class T, bool kSync>
 class BatchNormKernel final : public OpKernel {
  public:
   explicit BatchNormKernel(const KernelInit& init) : attrs_(BatchNormAttrs::Decode(init.attrs)) {}
+  // Training calls NCCL, which stays out of CUDA graphs as the collectives do: a replay would not
+  // wait for the other ranks' matching calls.
+  bool Replayable() const override { return !kSync || attrs_.global_stats; }
 
   Status Run(KernelContext& ctx) override {
     CudaContext& cc = cuda::Cuda(ctx);
@@ -49,6 +90,8 @@ class BatchNormKernel final : public OpKernel {
       return cuda::Launched(cuda::BatchNormInfer<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean,
                                                     saved_inv_std, attrs_.epsilon, ab, cc.stream()),
                             "batch_norm (global statistics)");
+    if constexpr (kSync)
+      return RunSync(ctx, cc, v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean, saved_inv_std, ab);
     if (v.per_channel() == 1) {
       // PaddlePaddle's special case: one value per channel is passed through unnormalized, the running
       // statistics stay as they are, SavedMean / SavedVariance are zeros.
@@ -64,13 +107,31 @@ class BatchNormKernel final : public OpKernel {
     const void* mom_ptr = mom ? mom->raw_data() : nullptr;
     const bool mom_double = mom && mom->dtype() == DType::kFloat64;
     PC_ASSIGN_OR_RETURN(T * partials, partials_.Get<T>(cc, cuda::BatchNormPartialsSize(v)));
-    return cuda::Launched(
-        cuda::BatchNormTrain<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean, saved_inv_std,
-                                attrs_.epsilon, attrs_.momentum, mom_ptr, mom_double, ab, partials, cc.stream()),
-        "batch_norm (batch statistics)");
+    return cuda::Launched(cuda::BatchNormTrain<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean,
+                                                  saved_inv_std, attrs_.epsilon, attrs_.momentum, mom_ptr, mom_double,
+                                                  ab, partials, nullptr, cc.stream()),
+                          "batch_norm (batch statistics)");
   }
 
  private:
+  /// sync_batch_norm in training: batch_norm's launch with the sums over the ranks. The one-value-
+  /// per-channel pass-through depends on the global count, so the launcher decides it on the device.
+  Status RunSync(KernelContext& ctx, CudaContext& cc, const cuda::ChannelView& v, const T* x, const T* scale,
+                 const T* bias, const T* mean, const T* var, T* y, T* mean_out, T* var_out, T* saved_mean,
+                 T* saved_inv_std, T* ab) {
+    NcclRankSum<T> sum(cc, "sync_batch_norm");
+    PC_RETURN_IF_ERROR(sum.Prepare());
+    const Tensor* mom = ctx.InOpt(kBnMomentum);
+    PC_ASSIGN_OR_RETURN(T * partials, partials_.Get<T>(cc, cuda::BatchNormPartialsSize(v)));
+    PC_ASSIGN_OR_RETURN(T * stats, stats_.Get<T>(cc, v.channels + 1));
+    cuda::BatchNormSync<T> sync{&sum, stats};
+    return sum.Result(
+        cuda::BatchNormTrain<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean, saved_inv_std,
+                                attrs_.epsilon, attrs_.momentum, mom ? mom->raw_data() : nullptr,
+                                mom && mom->dtype() == DType::kFloat64, ab, partials, &sync, cc.stream()),
+        "sync_batch_norm (batch statistics)");
+  }
+
   static StatusOr<T*> OutOrScratch(KernelContext& ctx, CudaContext& cc, OutSlot slot, DeviceScratch& scratch,
                                    int64_t c) {
     if (Tensor* t = ctx.OutOpt(slot)) return t->data<T>();
@@ -81,12 +142,17 @@ class BatchNormKernel final : public OpKernel {
   DeviceScratch saved_mean_, saved_inv_std_;  // stand-ins for absent SavedMean / SavedVariance
   DeviceScratch ab_;                          // per-channel affine map
   DeviceScratch partials_;                    // per-block partial sums
+  DeviceScratch stats_;                       // sync_batch_norm: the sums and count being reduced
 };
 
-template <class T>
+/// batch_norm_grad, and with kSync sync_batch_norm_grad: in training X@GRAD uses the sums of Y@GRAD
+/// and Y@GRAD * (X - mean) over all ranks; Scale@GRAD and Bias@GRAD stay this rank's (the
+/// data-parallel gradient allreduce sums them).
+template <class T, bool kSync>
 class BatchNormGradKernel final : public OpKernel {
  public:
   explicit BatchNormGradKernel(const KernelInit& init) : attrs_(BatchNormAttrs::Decode(init.attrs)) {}
+  bool Replayable() const override { return !kSync || attrs_.global_stats; }
 
   Status Run(KernelContext& ctx) override {
     CudaContext& cc = cuda::Cuda(ctx);
@@ -97,19 +163,23 @@ class BatchNormGradKernel final : public OpKernel {
     Tensor* dx = ctx.OutOpt(kBnGDX);
     Tensor* dscale = ctx.OutOpt(kBnGDScale);
     Tensor* dbias = ctx.OutOpt(kBnGDBias);
-    if (!attrs_.global_stats && v.per_channel() == 1) {  // the forward passed X through
+    // sync_batch_norm_grad in training: the pass-through depends on the global count (the launcher's).
+    const bool sync = kSync && !attrs_.global_stats;
+    if (!kSync && !attrs_.global_stats && v.per_channel() == 1) {  // the forward passed X through
       if (dx) PC_RETURN_IF_ERROR(CopyDevice(cc, dx->data<T>(), dy, xt.nbytes()));
       PC_RETURN_IF_ERROR(ZeroFill(cc, dscale));
       return ZeroFill(cc, dbias);
     }
-    PC_ASSIGN_OR_RETURN(T * scratch, scratch_.Get<T>(cc, 2 * c));
+    NcclRankSum<T> sum(cc, "sync_batch_norm_grad");
+    if (sync) PC_RETURN_IF_ERROR(sum.Prepare());
+    PC_ASSIGN_OR_RETURN(T * scratch, scratch_.Get<T>(cc, 2 * c + (sync ? 1 : 0)));
     PC_ASSIGN_OR_RETURN(T * partials, partials_.Get<T>(cc, cuda::BatchNormPartialsSize(v)));
-    return cuda::Launched(
+    return sum.Result(
         cuda::BatchNormBackward<T>(v, xt.data<T>(), ctx.In(kBnGScale).data<T>(), ctx.In(kBnGSavedMean).data<T>(),
                                    ctx.In(kBnGSavedVariance).data<T>(), dy, dx ? dx->data<T>() : nullptr,
                                    dscale ? dscale->data<T>() : nullptr, dbias ? dbias->data<T>() : nullptr,
-                                   attrs_.global_stats, scratch, partials, cc.stream()),
-        "batch_norm_grad");
+                                   attrs_.global_stats, scratch, partials, sync ? &sum : nullptr, cc.stream()),
+        kSync ? "sync_batch_norm_grad" : "batch_norm_grad");
   }
 
  private:
@@ -170,11 +240,19 @@ class LayerNormGradKernel final : public OpKernel {
 
 template <class T>
 KernelFactory BatchNormFactory() {
-  return MakeKernelClass<BatchNormKernel<T>>();
+  return MakeKernelClass<BatchNormKernel<T, false>>();
 }
 template <class T>
 KernelFactory BatchNormGradFactory() {
-  return MakeKernelClass<BatchNormGradKernel<T>>();
+  return MakeKernelClass<BatchNormGradKernel<T, false>>();
+}
+template <class T>
+KernelFactory SyncBatchNormFactory() {
+  return MakeKernelClass<BatchNormKernel<T, true>>();
+}
+template <class T>
+KernelFactory SyncBatchNormGradFactory() {
+  return MakeKernelClass<BatchNormGradKernel<T, true>>();
 }
 template <class T>
 KernelFactory LayerNormFactory() {
@@ -190,6 +268,8 @@ KernelFactory LayerNormGradFactory() {
 Status RegisterNormCudaKernels(OpRegistry& r) {
   PC_CUDA_FLOAT_KERNELS(r, "batch_norm", BatchNormFactory);
   PC_CUDA_FLOAT_KERNELS(r, "batch_norm_grad", BatchNormGradFactory);
+  PC_CUDA_FLOAT_KERNELS(r, "sync_batch_norm", SyncBatchNormFactory);
+  PC_CUDA_FLOAT_KERNELS(r, "sync_batch_norm_grad", SyncBatchNormGradFactory);
   PC_CUDA_FLOAT_KERNELS(r, "layer_norm", LayerNormFactory);
   PC_CUDA_FLOAT_KERNELS(r, "layer_norm_grad", LayerNormGradFactory);
   return Status::OK();
