@@ -1,6 +1,8 @@
 // GPU runtime behaviour (skipped with a message where no GPU is usable): the steady state allocates
 // nothing, parameters initialized on the GPU are bit-identical to the CPU's (same Philox stream) and
-// save to identical files, and a training program runs on the GPU as on the CPU.
+// save to identical files, a training program runs on the GPU as on the CPU, and data-parallel
+// programs in one process (NCCL with one rank) give the same bits with sync_batch_norm as with
+// batch_norm, and with their allreduces on the communication stream as on the compute stream.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include "paddlec/ir/serialize.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/passes/pass_manager.h"
+#include "paddlec/runtime/comm.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::exec {
@@ -122,6 +125,96 @@ TEST_CASE("gpu: a training step gives the CPU's loss and updates") {
     REQUIRE(gpu->device().CopyToHost(gs.Find(v)->tensor(), g, *host).ok());
     testing::ExpectClose(g, cs.Find(v)->tensor(), {1e-5, 1e-3}, std::string(v) + " on gpu vs cpu");
   }
+}
+
+/// LeNet compiled for training with the data-parallel pass (`dp_options`) for 2 ranks: in one
+/// process its collectives are NCCL's over one rank, so every allreduce copies.
+std::unique_ptr<ir::Module> DataParallelLeNet(const std::string& dp_options) {
+  auto m = ir::LoadModule(std::string(PADDLEC_SOURCE_DIR) + "/configs/lenet.pbtxt");
+  REQUIRE(m.ok());
+  passes::PassManager pm;
+  REQUIRE(pm.AddPipeline("validate,infer-shape,backward{loss=loss},optimizer{type=sgd,lr=0.1},init-params,"
+                         "data-parallel{nranks=2" +
+                         dp_options + "}")
+              .ok());
+  passes::PassContext ctx{ops::GlobalOpRegistry()};
+  Status st = pm.Run(**m, ctx);
+  REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().Render()));
+  return std::move(m).value();
+}
+
+/// Two training steps of `m` on the GPU: the values of `vars` after them, as doubles.
+std::map<std::string, std::vector<double>> TwoGpuSteps(Executor& gpu, ir::Module& m,
+                                                       const std::vector<std::string>& vars) {
+  Scope scope;
+  REQUIRE(gpu.RunOnce(m.startup().global_block(), scope).ok());
+  REQUIRE(gpu.device().CopyFromHost(testing::RandomTensor(DType::kFloat32, {6, 1, 28, 28}, 3, 0, 1),
+                                    scope.Var("img").tensor())
+              .ok());
+  REQUIRE(gpu.device().CopyFromHost(
+                         testing::Cast(testing::RandomTensor(DType::kFloat64, {6, 1}, 4, 0, 10), DType::kInt64),
+                         scope.Var("label").tensor())
+              .ok());
+  auto plan = gpu.Prepare(m.main().global_block(), scope);
+  REQUIRE(plan.ok());
+  for (int step = 0; step < 2; ++step) {
+    Status st = (*plan)->Run();
+    REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().Render()));
+  }
+  auto host = CpuCachingAllocator::Create();
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& v : vars) {
+    const runtime::Variable* var = scope.Find(v);
+    REQUIRE_MESSAGE(var != nullptr, v);
+    Tensor t;
+    REQUIRE(gpu.device().CopyToHost(var->tensor(), t, *host).ok());
+    out[v] = testing::ToDoubles(t);
+  }
+  return out;
+}
+
+std::vector<std::string> LeNetVars(ir::Module& m) {
+  std::vector<std::string> vars = {"loss", "conv1.bn", "conv2.bn", "conv1.conv@GRAD", "conv1.bn.mean",
+                                   "conv2.bn.variance"};
+  for (const auto& pg : m.compiled().param_grads()) vars.insert(vars.end(), {pg.param(), pg.grad()});
+  return vars;
+}
+
+TEST_CASE("gpu: in one process sync_batch_norm is batch_norm, bit for bit, forward, backward and update") {
+  auto gpu = GpuOrSkip();
+  if (!gpu || runtime::LauncherWorldSize() != 1) return;
+  auto synced = DataParallelLeNet(",sync_bn=true");
+  int rewritten = 0;
+  for (const auto& op : synced->main().global_block().desc().ops())
+    rewritten += op.type() == "sync_batch_norm" || op.type() == "sync_batch_norm_grad";
+  REQUIRE(rewritten == 4);
+  auto plain = DataParallelLeNet("");
+  auto vars = LeNetVars(*plain);
+  auto got = TwoGpuSteps(*gpu, *synced, vars), want = TwoGpuSteps(*gpu, *plain, vars);
+  for (const auto& v : vars) CHECK_MESSAGE(got.at(v) == want.at(v), v);
+}
+
+TEST_CASE("gpu: allreduces on the communication stream give the compute stream's bits") {
+  auto gpu = GpuOrSkip();
+  if (!gpu || runtime::LauncherWorldSize() != 1) return;
+  auto overlapped = DataParallelLeNet(",sync_bn=true");
+  auto in_order = DataParallelLeNet(",sync_bn=true");
+  int flipped = 0;
+  for (auto& op : *in_order->main().global_block().desc().mutable_ops()) {
+    if (op.type() != "c_allreduce_sum") continue;
+    for (auto& a : *op.mutable_attrs())
+      if (a.name() == "use_calc_stream") {
+        CHECK_FALSE(a.b());  // what the data-parallel pass writes
+        a.set_b(true);
+        ++flipped;
+      }
+  }
+  REQUIRE(flipped > 0);
+  auto vars = LeNetVars(*overlapped);
+  auto want = TwoGpuSteps(*gpu, *in_order, vars);
+  auto got = TwoGpuSteps(*gpu, *overlapped, vars);
+  for (const auto& v : vars) CHECK_MESSAGE(got.at(v) == want.at(v), v);
+
 }
 
 }  // namespace

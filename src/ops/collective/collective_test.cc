@@ -17,10 +17,19 @@ TEST_CASE("collective ops: in a group of one, every reduction and the broadcast 
   if (runtime::LauncherWorldSize() != 1) return;  // under mpirun, data_parallel_test covers them
   Tensor x = MakeTensor<float>({2, 3}, {1, -2, 3, 4, 5, -6});
   for (const char* type : {"c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod", "c_broadcast",
-                           "c_identity", "c_sync_calc_stream"}) {
+                           "c_identity", "c_sync_calc_stream", "c_sync_comm_stream"}) {
     CAPTURE(type);
     OpTest t(type);
     t.Input("X", x).Output("Out");
+    REQUIRE_OK(t.Run());
+    t.ExpectOutput("Out", x);
+  }
+  // On the compute stream, and (the default) on the communication stream with no c_sync_comm_stream
+  // after it: the end of the run orders the fetch after it.
+  for (bool calc : {true, false}) {
+    CAPTURE(calc);
+    OpTest t("c_allreduce_sum");
+    t.Input("X", x).Attr("use_calc_stream", calc).Output("Out");
     REQUIRE_OK(t.Run());
     t.ExpectOutput("Out", x);
   }
