@@ -214,7 +214,6 @@ TEST_CASE("gpu: allreduces on the communication stream give the compute stream's
   auto want = TwoGpuSteps(*gpu, *in_order, vars);
   auto got = TwoGpuSteps(*gpu, *overlapped, vars);
   for (const auto& v : vars) CHECK_MESSAGE(got.at(v) == want.at(v), v);
-
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // it compute while it runs; c_sync_comm_stream waits for every collective of its ring before the op
 // after it reads the buffers, and the executor waits at the end of each run for any left without one.
 // Every other collective blocks (and first waits for the started ones, keeping the ranks' order).
+// GPUs do the same with a communication stream and events (collective_cuda.cc).
 #include <cstring>
 
 #include "collective_slots.h"
@@ -172,9 +173,10 @@ OpBuilder& RingAttrs(OpBuilder& b) {
   return b.Attr("ring_id", 0, "The communicator: paddlec has ring 0 (all ranks of the launcher).")
       .Min(0)
       .Attr("use_calc_stream", false,
-            "false (PaddlePaddle: the communication stream): on a CPU an allreduce runs on the communication "
-            "thread while the ops after it compute, until c_sync_comm_stream; other CPU collectives block. GPU "
-            "collectives run on the compute stream either way.");
+            "false (PaddlePaddle: the communication stream): an allreduce runs while the ops after it compute, "
+            "until c_sync_comm_stream (on a CPU on the communication thread, on a GPU on the communication "
+            "stream, after the compute stream's work so far); other collectives block (CPU) or run on the compute "
+            "stream (GPU), after those.");
 }
 
 template <runtime::ReduceOp kOp>
@@ -256,7 +258,10 @@ void RegisterCollectiveOps(OpRegistry& r) {
   for (DType t : kCommDTypes) identity.Kernel(DeviceType::kCPU, t, MakeKernel(PassThroughCpu));
 
   OpBuilder calc = r.Add("c_sync_calc_stream");
-  calc.Doc("GPU: the communication stream waits for the compute stream. Out = X (usually the same variable).")
+  calc.Doc(
+          "Out = X (usually the same variable). PaddlePaddle's GPU order of the communication stream after the "
+          "compute stream; paddlec's collectives on the communication stream wait for the compute stream "
+          "themselves.")
       .Input(kX, "The tensor whose computation must finish.", kDuplicable)
       .Output(kOut, "X, unchanged.", kDuplicable)
       .InferShape(InferEachSameAsX)
@@ -265,9 +270,9 @@ void RegisterCollectiveOps(OpRegistry& r) {
 
   OpBuilder comm = r.Add("c_sync_comm_stream");
   comm.Doc(
-          "Waits for the allreduces started on ring_id (use_calc_stream=false; on a CPU they run on the "
-          "communication thread, on a GPU on the compute stream, so there it has nothing to wait for) before the "
-          "ops after it read X. Out = X.")
+          "Waits for the allreduces started on ring_id (use_calc_stream=false: on a CPU they run on the "
+          "communication thread; on a GPU on the communication stream, which the compute stream then waits for, "
+          "without blocking the host) before the ops after it read X. Out = X.")
       .Input(kX, "The tensors whose communication must finish.", kDuplicable)
       .Output(kOut, "X, unchanged.", kDuplicable)
       .Attr("ring_id", 0, "The communicator: paddlec has ring 0.")

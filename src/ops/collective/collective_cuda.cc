@@ -6,8 +6,11 @@
 // orders the compute stream after it, and so does the end of the run (Plan::Finish) when a program
 // has no sync. Every other collective runs on the compute stream, after the communication stream's
 // collectives: NCCL needs one communicator's collectives in the same order on every rank, and two
-// streams would let a GPU run them in either order.
+// streams would let a GPU run them in either order. PADDLEC_COMM_OVERLAP=off keeps every collective
+// on the compute stream.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "collective_slots.h"
 #include "common/cuda_host.h"
@@ -51,10 +54,19 @@ class CollectiveGpu : public OpKernel {
   CommAttrs a_;
 };
 
+/// PADDLEC_COMM_OVERLAP=off: every GPU collective on the compute stream, as on CPUs it makes them
+/// block (the MPI communicator rejects values other than thread and off).
+bool OverlapOff() {
+  const char* v = std::getenv("PADDLEC_COMM_OVERLAP");
+  return v != nullptr && std::strcmp(v, "off") == 0;
+}
+
 template <runtime::ReduceOp kOp>
 class AllReduceGpu final : public CollectiveGpu {
  public:
-  using CollectiveGpu::CollectiveGpu;
+  explicit AllReduceGpu(const KernelInit& init) : CollectiveGpu(init) {
+    if (OverlapOff()) a_.use_calc_stream = true;
+  }
   Status Run(KernelContext& ctx) override {
     auto& cc = cuda::Cuda(ctx);
     PC_ASSIGN_OR_RETURN(ncclComm_t comm, NcclComm(a_.ring_id, cc.device(), "c_allreduce"));

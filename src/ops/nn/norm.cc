@@ -539,8 +539,8 @@ void RegisterNormOps(OpRegistry& r) {
   AddBatchNorm<true>(
       r, "sync_batch_norm",
       "batch_norm whose training statistics are those of the global batch of all data-parallel ranks: each "
-      "rank's per-channel sums (and element counts) are summed over the ranks (the process's communicator, "
-      "Open MPI under mpirun; a CPU kernel only), so every rank normalizes with the same mean and variance "
+      "rank's per-channel sums (and element counts) are summed over the ranks (Open MPI under mpirun on a "
+      "CPU, NCCL on a GPU), so every rank normalizes with the same mean and variance "
       "and updates the same running statistics. In test mode, or with one rank, it is batch_norm.",
       "Gradient of sync_batch_norm: the per-channel sums of Y@GRAD and Y@GRAD * (X - mean) that X@GRAD needs "
       "are summed over the ranks; Scale@GRAD and Bias@GRAD are this rank's part.");
