@@ -90,9 +90,9 @@ class BatchNormKernel final : public OpKernel {
       return cuda::Launched(cuda::BatchNormInfer<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean,
                                                     saved_inv_std, attrs_.epsilon, ab, cc.stream()),
                             "batch_norm (global statistics)");
-    if constexpr (kSync)
-      return RunSync(ctx, cc, v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean, saved_inv_std, ab);
-    if (v.per_channel() == 1) {
+    // sync_batch_norm: the pass-through depends on the global count, so its launcher decides it on the
+    // device.
+    if (!kSync && v.per_channel() == 1) {
       // PaddlePaddle's special case: one value per channel is passed through unnormalized, the running
       // statistics stay as they are, SavedMean / SavedVariance are zeros.
       const size_t stat_bytes = static_cast<size_t>(c) * sizeof(T);
@@ -107,30 +107,23 @@ class BatchNormKernel final : public OpKernel {
     const void* mom_ptr = mom ? mom->raw_data() : nullptr;
     const bool mom_double = mom && mom->dtype() == DType::kFloat64;
     PC_ASSIGN_OR_RETURN(T * partials, partials_.Get<T>(cc, cuda::BatchNormPartialsSize(v)));
-    return cuda::Launched(cuda::BatchNormTrain<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean,
-                                                  saved_inv_std, attrs_.epsilon, attrs_.momentum, mom_ptr, mom_double,
-                                                  ab, partials, nullptr, cc.stream()),
-                          "batch_norm (batch statistics)");
+    auto train = [&](cuda::BatchNormSync<T>* sync) {
+      return cuda::BatchNormTrain<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean, saved_inv_std,
+                                     attrs_.epsilon, attrs_.momentum, mom_ptr, mom_double, ab, partials, sync,
+                                     cc.stream());
+    };
+    if constexpr (!kSync) {
+      return cuda::Launched(train(nullptr), "batch_norm (batch statistics)");
+    } else {  // batch_norm's launch with the sums over the ranks
+      NcclRankSum<T> sum(cc, "sync_batch_norm");
+      PC_RETURN_IF_ERROR(sum.Prepare());
+      PC_ASSIGN_OR_RETURN(T * stats, stats_.Get<T>(cc, c + 1));
+      cuda::BatchNormSync<T> sync{&sum, stats};
+      return sum.Result(train(&sync), "sync_batch_norm (batch statistics)");
+    }
   }
 
  private:
-  /// sync_batch_norm in training: batch_norm's launch with the sums over the ranks. The one-value-
-  /// per-channel pass-through depends on the global count, so the launcher decides it on the device.
-  Status RunSync(KernelContext& ctx, CudaContext& cc, const cuda::ChannelView& v, const T* x, const T* scale,
-                 const T* bias, const T* mean, const T* var, T* y, T* mean_out, T* var_out, T* saved_mean,
-                 T* saved_inv_std, T* ab) {
-    NcclRankSum<T> sum(cc, "sync_batch_norm");
-    PC_RETURN_IF_ERROR(sum.Prepare());
-    const Tensor* mom = ctx.InOpt(kBnMomentum);
-    PC_ASSIGN_OR_RETURN(T * partials, partials_.Get<T>(cc, cuda::BatchNormPartialsSize(v)));
-    PC_ASSIGN_OR_RETURN(T * stats, stats_.Get<T>(cc, v.channels + 1));
-    cuda::BatchNormSync<T> sync{&sum, stats};
-    return sum.Result(
-        cuda::BatchNormTrain<T>(v, x, scale, bias, mean, var, y, mean_out, var_out, saved_mean, saved_inv_std,
-                                attrs_.epsilon, attrs_.momentum, mom ? mom->raw_data() : nullptr,
-                                mom && mom->dtype() == DType::kFloat64, ab, partials, &sync, cc.stream()),
-        "sync_batch_norm (batch statistics)");
-  }
 
   static StatusOr<T*> OutOrScratch(KernelContext& ctx, CudaContext& cc, OutSlot slot, DeviceScratch& scratch,
                                    int64_t c) {
