@@ -9,7 +9,6 @@ order, and the state after each image's last row is classified by a last fc.
     python3 configs/dynamic_rnn_rows.py -o rnn.pb      # the forward program, for `paddlec train rnn.pb`
 """
 
-import argparse
 import os
 import sys
 
@@ -76,11 +75,7 @@ def train(train_limit=None, test_limit=None, epochs=3, batch_size=128, seed=1, l
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--train", type=int, default=None, help="use only the first N training images")
-    parser.add_argument("--test", type=int, default=None, help="evaluate on the first N test images")
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser = sequence_rows.arguments(__doc__)
     parser.add_argument("-o", "--output", help="write the forward program here (.pb, .pbtxt or .json) instead "
                         "of training: `paddlec train` reads each image as a sequence of rows when its input is one")
     args = parser.parse_args(argv)

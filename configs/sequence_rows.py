@@ -90,13 +90,18 @@ def train(train_limit=None, test_limit=None, epochs=3, batch_size=128, seed=1, l
     return accuracy, step_ms, len(times)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(description):
+    """The command line of the examples that train on the rows (this one and configs/dynamic_rnn_rows.py)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--train", type=int, default=None, help="use only the first N training images")
     parser.add_argument("--test", type=int, default=None, help="evaluate on the first N test images")
     parser.add_argument("--batch-size", type=int, default=128)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = arguments(__doc__).parse_args(argv)
     train(args.train, args.test, args.epochs, args.batch_size)
 
 
