@@ -230,3 +230,19 @@ def test_compile_lazy_sets_adams_lazy_mode(tmp_path, cli, lazy):
                    + (["--lazy"] if lazy else []), check=True, capture_output=True)
     adams = [op for op in paddlec.Program.load(out).global_block().ops if op.type == "adam"]
     assert len(adams) == 6 and all(op.attr("lazy_mode") is lazy for op in adams)
+
+
+def test_the_cli_refuses_ids_whose_vocabulary_it_cannot_tell(tmp_path, cli):
+    main = paddlec.Program()
+    with paddlec.program_guard(main, paddlec.Program()):
+        words = layers.data("words", [1], dtype="int64", lod_level=1)
+        label = layers.data("label", [1], dtype="int64")
+        bag = layers.sequence_pool(paddlec.ops.cast(x=words, in_dtype=3, out_dtype=5), "sum")  # int64 -> float32
+        layers.mean(layers.softmax_with_cross_entropy(layers.fc(bag, 10), label))
+    main.save(str(tmp_path / "ids.pb"))
+    done = subprocess.run([cli, "train", str(tmp_path / "ids.pb"), "--limit-train", "64", "--no-progress"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[:2] == [
+        "error: input 'words' holds ids, but no lookup_table_v2 reads them: the vocabulary is unknown",
+        "note: an embedding of the ids (layers.embedding) gives their vocabulary: the rows of its table"]
