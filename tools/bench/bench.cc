@@ -49,6 +49,7 @@ struct Args {
   std::string device = "cpu";
   bool cuda_graph = false;
   bool check_nan_inf = false;  // --check-nan-inf: what the NaN/Inf check costs per step
+  bool profile = false;        // --profile: time per op type over the timed steps, after the median
   int opt_level = -1;
 };
 
@@ -230,12 +231,18 @@ void Network(const Args& a, bool train, bool inference = false, double idle_mb =
                              a.batch, ResidentMb(true) - idle_mb, idle_mb);
     return;
   }
+  plan->set_profiling(a.profile);
   double ms = MedianMs(
       [&] {
         Die(plan->Run());
         Die(exec->device().Synchronize());
       },
       a.min_time);
+  if (a.profile)
+    for (const auto& p : plan->ProfileByType())
+      std::cout << fmt::format("  {:<28} {:7} calls {:9.4f} ms/call {:5.1f}%\n", p.type, p.calls,
+                               p.total_ms / std::max<int64_t>(p.calls, 1),
+                               100 * p.total_ms / std::max(plan->profiled_ms(), 1e-9));
   std::cout << fmt::format("{:<9} {:<12} batch={:<4} {:9.3f} ms  {:9.0f} samples/s\n",
                            std::string(train ? "train" : inference ? "inference" : "forward") + (a.cuda_graph ? "+g" : "") +
                                (a.check_nan_inf ? "+nancheck" : ""),
@@ -354,7 +361,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|resnet|memory|dispatch|depthwise|lstm [CONFIG] "
                  "[--n N] [--batch B] [--ops N] [--channels C] [--size S] [--stride S] [--seq T] [--input I] "
-                 "[--hidden H] [--layers L] [--min-time S] [--threads T] [--device D] [--opt-level N] [--check-nan-inf]\n";
+                 "[--hidden H] [--layers L] [--min-time S] [--threads T] [--device D] [--opt-level N] [--check-nan-inf] [--profile]\n";
     return 2;
   }
   a.mode = argv[1];
@@ -389,6 +396,7 @@ int main(int argc, char** argv) {
     else if (k == "--device") a.device = next();
     else if (k == "--cuda-graph") a.cuda_graph = true;
     else if (k == "--check-nan-inf") a.check_nan_inf = true;
+    else if (k == "--profile") a.profile = true;
     else if (k == "--opt-level")
       a.opt_level = std::stoi(next());
     else if (!k.starts_with("--")) a.config = k;

@@ -33,11 +33,14 @@
 #include <string>
 
 #include "common/cpu_kernels.h"
+#include "nn/conv_direct.h"
 #include "nn/conv_onednn.h"
 #include "nn/conv_slots.h"
 #include "nn/nn.h"
+#include "nn/winograd.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/runtime/onednn.h"
+#include "paddlec/runtime/threads.h"
 
 namespace paddlec::ops {
 namespace {
@@ -196,6 +199,11 @@ void ZeroFill(Tensor* t) {
   if (t != nullptr && t->nbytes() > 0) std::memset(t->raw_data(), 0, t->nbytes());
 }
 
+/// Threads for a Winograd run of `g` (the rule oneDNN's primitives follow, runtime/threads.h).
+int WinogradThreads(const ConvGeometry& g) {
+  return runtime::OneDnnThreads(2.0 * g.n * g.o * g.w.out[0] * g.w.out[1] * g.c * 9);
+}
+
 template <class T>
 class ConvKernel final : public OpKernel {
  public:
@@ -211,6 +219,16 @@ class ConvKernel final : public OpKernel {
       return Status::OK();
     }
     if constexpr (std::is_same_v<T, float>) {
+      if (nn::WinogradEnabled() && nn::WinogradFits(g)) {
+        wino_.SetFilter(g, f);
+        wino_.Forward(g, x, {}, out.data<float>(), {}, {}, WinogradThreads(g));
+        return Status::OK();
+      }
+      if (nn::WinogradEnabled() && nn::SmallConvFits(g)) {
+        small_.SetFilter(g, f);
+        small_.Forward(g, x, out.data<float>(), {}, {}, WinogradThreads(g));
+        return Status::OK();
+      }
       return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, f, out.data<float>());
     } else {
       DirectForward(g, x, f, out.data<T>());
@@ -221,6 +239,8 @@ class ConvKernel final : public OpKernel {
  private:
   ConvAttrs attrs_;
   nn::OneDnnConv conv_;
+  nn::WinogradConv wino_;
+  nn::SmallChannelConv small_;
 };
 
 template <class T>
@@ -241,8 +261,13 @@ class ConvGradKernel final : public OpKernel {
       return Status::OK();
     }
     if constexpr (std::is_same_v<T, float>) {
-      return conv_.Backward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, f, dy,
-                            dx ? dx->data<float>() : nullptr, df ? df->data<float>() : nullptr);
+      runtime::OneDnnHandles& h = ctx.device_as<runtime::CpuContext>().onednn();
+      if (dx != nullptr && nn::WinogradEnabled() && nn::WinogradFitsBackwardData(g)) {
+        wino_.SetFilterForBackwardData(g, f);
+        wino_.BackwardData(g, dy, dx->data<float>(), WinogradThreads(g));
+        return df != nullptr ? conv_.BackwardWeights(h, g, x, dy, df->data<float>()) : Status::OK();
+      }
+      return conv_.Backward(h, g, x, f, dy, dx ? dx->data<float>() : nullptr, df ? df->data<float>() : nullptr);
     } else {
       if (dx) DirectBackwardData(g, f, dy, dx->data<T>());
       if (df) DirectBackwardWeights(g, x, dy, df->data<T>());
@@ -253,6 +278,7 @@ class ConvGradKernel final : public OpKernel {
  private:
   ConvAttrs attrs_;
   nn::OneDnnConv conv_;
+  nn::WinogradConv wino_;
 };
 
 // ---- conv2d_transpose ----------------------------------------------------------------------
@@ -502,10 +528,28 @@ class FusedConvKernel final : public OpKernel {
       PC_ASSIGN_OR_RETURN(pool, pool_attrs_.Window(g));
     }
     T* y = out.data<T>();
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<T, float>) {
+      if (nn::WinogradEnabled() && nn::WinogradFits(g) && (!pool || nn::WinogradPoolFits(g, *pool))) {
+        if (!unchanged || !wino_ready_) wino_.SetFilter(g, filter);
+        wino_ready_ = true;
+        const nn::ActivationLayout blocked{nn::ActivationBlockChannels()};
+        wino_.Forward(g, x, blocked_in_ ? blocked : nn::ActivationLayout{}, y,
+                      blocked_out_ ? blocked : nn::ActivationLayout{}, {.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr},
+                      WinogradThreads(g));
+        return Status::OK();
+      }
+      if (nn::WinogradEnabled() && nn::SmallConvFits(g) && !blocked_in_ &&
+          (!pool || nn::WinogradPoolFits(g, *pool))) {
+        if (!unchanged || !small_ready_) small_.SetFilter(g, filter);
+        small_ready_ = true;
+        small_.Forward(g, x, y, blocked_out_ ? nn::ActivationLayout{nn::ActivationBlockChannels()} : nn::ActivationLayout{},
+                       {.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr}, WinogradThreads(g));
+        return Status::OK();
+      }
       return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter, y, bias, relu_,
                            pool ? &*pool : nullptr,
                            {.blocked_src = blocked_in_, .blocked_dst = blocked_out_, .weights_unchanged = unchanged});
+    }
     if (pool) {
       unpooled_.resize(g.n * g.o * g.w.out[0] * g.w.out[1]);
       y = unpooled_.data();
@@ -532,6 +576,9 @@ class FusedConvKernel final : public OpKernel {
   std::vector<T> filter_, bias_;  // folded parameters, sized once
   std::vector<T> unpooled_;       // float64 with a pooling: the convolution's output
   nn::OneDnnConv conv_;
+  nn::WinogradConv wino_;
+  nn::SmallChannelConv small_;
+  bool wino_ready_ = false, small_ready_ = false;  // they hold the current (folded) filter
 };
 
 }  // namespace

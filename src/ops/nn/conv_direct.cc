@@ -1,0 +1,165 @@
+// The few-input-channel direct convolution (conv_direct.h).
+#include "nn/conv_direct.h"
+
+#include <omp.h>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+
+namespace paddlec::ops::nn {
+
+bool SmallConvFits(const ConvGeometry& g) {
+#if defined(__AVX2__) && defined(__FMA__)
+  const Window2d& w = g.w;
+  if (g.groups != 1 || g.c > kSmallConvMaxChannels || g.c < 1 || g.o < 8) return false;
+  for (int a = 0; a < 2; ++a)
+    if (w.kernel[a] > 7 || w.stride[a] != 1 || w.dilation[a] != 1 || w.out[a] <= 0) return false;
+  return true;
+#else
+  (void)g;  // AVX2 + FMA only; other builds run oneDNN's
+  return false;
+#endif
+}
+
+void SmallChannelConv::SetFilter(const ConvGeometry& g, const float* w) {
+  const int64_t taps = g.c * g.w.kernel[0] * g.w.kernel[1];
+  out_padded_ = (g.o + 7) / 8 * 8;
+  w_.assign(out_padded_ * taps, 0.0f);
+  for (int64_t o = 0; o < g.o; ++o)
+    for (int64_t t = 0; t < taps; ++t) w_[((o / 8) * taps + t) * 8 + o % 8] = w[o * taps + t];
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+namespace {
+
+/// Four adjacent output pixels of 8 channels whose windows lie inside the input: each filter vector
+/// is loaded once for the four (the tap loop is unrolled for the kernel width KW).
+template <int KW>
+void FourPixels(const float* x, int64_t c_stride, int64_t row_stride, int64_t channels, int64_t i0, int64_t i1,
+                int64_t kh, const float* w, __m256 bias, bool relu, float* out) {
+  __m256 a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* xr = x + c * c_stride + i * row_stride;
+      const float* wr = w + (c * kh + i) * KW * 8;
+#pragma GCC unroll 7
+      for (int j = 0; j < KW; ++j) {
+        const __m256 wj = _mm256_loadu_ps(wr + 8 * j);
+        a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j), wj, a0);
+        a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 1), wj, a1);
+        a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 2), wj, a2);
+        a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 3), wj, a3);
+      }
+    }
+  if (relu) {
+    const __m256 zero = _mm256_setzero_ps();
+    a0 = _mm256_max_ps(a0, zero);
+    a1 = _mm256_max_ps(a1, zero);
+    a2 = _mm256_max_ps(a2, zero);
+    a3 = _mm256_max_ps(a3, zero);
+  }
+  _mm256_storeu_ps(out, a0);
+  _mm256_storeu_ps(out + 8, a1);
+  _mm256_storeu_ps(out + 16, a2);
+  _mm256_storeu_ps(out + 24, a3);
+}
+
+using FourPixelsFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, __m256,
+                              bool, float*);
+constexpr FourPixelsFn kFourPixels[] = {nullptr,        FourPixels<1>, FourPixels<2>, FourPixels<3>,
+                                        FourPixels<4>, FourPixels<5>, FourPixels<6>, FourPixels<7>};
+
+}  // namespace
+
+void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, ActivationLayout yl,
+                               const WinogradEpilogue& e, int threads) const {
+  const int64_t C = g.c, H = g.w.in[0], W = g.w.in[1], KH = g.w.kernel[0], KW = g.w.kernel[1];
+  const int64_t OH = g.w.out[0], OW = g.w.out[1], pt = g.w.pad_before(0), pl = g.w.pad_before(1);
+  const int64_t K = g.o, groups = out_padded_ / 8, taps = C * KH * KW, items = g.n * groups;
+  const bool pooled = e.pool != nullptr, pool_max = pooled && e.pool->max;
+  const int64_t YH = pooled ? OH / 2 : OH, YW = pooled ? OW / 2 : OW;
+  // Each item copies its image into a zero-padded buffer first, so that every window lies inside
+  // it: rows cover the padding, columns also the last group of four pixels' overrun.
+  const int64_t OW4 = (OW + 3) / 4 * 4, PH = OH + KH - 1, PW = OW4 + KW - 1;
+  const FourPixelsFn four = kFourPixels[KW];
+
+  struct Buffers {
+    std::vector<float> image, rows;
+  };
+  auto run_item = [&](int64_t item, Buffers& buf) {
+    const int64_t n = item / groups, kg = item % groups, k0 = kg * 8;
+    const float* wv = w_.data() + kg * taps * 8;
+    float bias_lanes[8] = {};
+    if (e.bias != nullptr)
+      for (int64_t l = 0; l < 8 && k0 + l < K; ++l) bias_lanes[l] = e.bias[k0 + l];
+    const __m256 bias = _mm256_loadu_ps(bias_lanes);
+    buf.image.assign(C * PH * PW, 0.0f);
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < PH; ++r) {
+        const int64_t h = r - pt;
+        if (h < 0 || h >= H) continue;
+        const int64_t c0 = std::max<int64_t>(0, pl), c1 = std::min(PW, W + pl);  // padded columns inside x
+        if (c1 > c0) std::copy_n(x + ((n * C + c) * H + h) * W + c0 - pl, c1 - c0, buf.image.data() + (c * PH + r) * PW + c0);
+      }
+    buf.rows.resize(2 * OW4 * 8);
+    auto conv_row = [&](int64_t oh, float* out) {
+      for (int64_t ow = 0; ow < OW4; ow += 4)
+        four(buf.image.data() + oh * PW + ow, PH * PW, PW, C, 0, KH, KH, wv, bias, e.relu, out + 8 * ow);
+    };
+    // Where output pixel (h, w)'s 8 channels go: contiguous in a blocked layout, a plane apart in NCHW.
+    const int64_t b = yl.block;
+    float* base = b != 0 ? y + ((n * (K / b) + k0 / b) * YH * YW) * b + k0 % b : y + (n * K + k0) * YH * YW;
+    const int64_t lanes = std::min<int64_t>(8, K - k0);
+    alignas(32) float tmp[8];
+    auto store = [&](int64_t h, int64_t w, __m256 v) {
+      if (b != 0) {
+        _mm256_storeu_ps(base + (h * YW + w) * b, v);
+        return;
+      }
+      _mm256_store_ps(tmp, v);
+      for (int64_t l = 0; l < lanes; ++l) base[l * YH * YW + h * YW + w] = tmp[l];
+    };
+    if (!pooled) {
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        conv_row(oh, buf.rows.data());
+        for (int64_t ow = 0; ow < OW; ++ow) store(oh, ow, _mm256_loadu_ps(buf.rows.data() + 8 * ow));
+      }
+      return;
+    }
+    const __m256 quarter = _mm256_set1_ps(0.25f);
+    for (int64_t ph = 0; ph < YH; ++ph) {
+      conv_row(2 * ph, buf.rows.data());
+      conv_row(2 * ph + 1, buf.rows.data() + 8 * OW4);
+      for (int64_t pw = 0; pw < YW; ++pw) {
+        const float* r = buf.rows.data() + 16 * pw;
+        const __m256 p = _mm256_loadu_ps(r), q = _mm256_loadu_ps(r + 8);
+        const __m256 u = _mm256_loadu_ps(r + 8 * OW4), v = _mm256_loadu_ps(r + 8 * OW4 + 8);
+        store(ph, pw,
+              pool_max ? _mm256_max_ps(_mm256_max_ps(p, q), _mm256_max_ps(u, v))
+                       : _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(p, q), _mm256_add_ps(u, v)), quarter));
+      }
+    }
+  };
+
+  const int team = static_cast<int>(std::min<int64_t>(std::max(threads, 1), items));
+  if (team <= 1) {
+    Buffers buf;
+    for (int64_t i = 0; i < items; ++i) run_item(i, buf);
+    return;
+  }
+#pragma omp parallel num_threads(team)
+  {
+    Buffers buf;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < items; ++i) run_item(i, buf);
+  }
+}
+#else
+void SmallChannelConv::Forward(const ConvGeometry&, const float*, float*, ActivationLayout, const WinogradEpilogue&,
+                               int) const {}  // never called: SmallConvFits is false without AVX2 and FMA
+#endif
+
+}  // namespace paddlec::ops::nn

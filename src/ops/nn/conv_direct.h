@@ -1,0 +1,39 @@
+// A direct CPU convolution for inputs of few channels (an image's first layer: 1 to 4 channels),
+// where neither oneDNN's blocked kernels (whose 8- or 16-channel input blocks would be mostly
+// padding) nor Winograd (whose transforms cost more than the few multiplies they save) fit.
+//
+// Each output pixel of 8 output channels is one AVX2 register accumulating C x KH x KW broadcast
+// inputs times filter vectors; the bias, the relu and a 2x2 stride-2 pooling run on the registers,
+// so with a pooling only the pooled result is written (LeNet's first layer: a quarter of the bytes).
+// Work is handed out per (image, 8 output channels) to whichever thread is free.
+#pragma once
+
+#include <vector>
+
+#include "nn/winograd.h"
+
+namespace paddlec::ops::nn {
+
+/// Inputs of at most this many channels go to SmallChannelConv.
+inline constexpr int64_t kSmallConvMaxChannels = 4;
+
+/// Whether SmallChannelConv computes `g`: one group, at most kSmallConvMaxChannels input and at
+/// least 8 output channels, stride 1, no dilation, a kernel of at most 7 x 7.
+bool SmallConvFits(const ConvGeometry& g);
+
+/// One convolution's packed filter and its runs. Not thread-safe: one instance per op instance.
+class SmallChannelConv {
+ public:
+  /// Packs the OIHW filter of `g`.
+  void SetFilter(const ConvGeometry& g, const float* w);
+  /// y = conv(x) per `g`, then the epilogue (its pooling as WinogradPoolFits requires); x is NCHW,
+  /// y in `y_layout`; up to `threads` threads.
+  void Forward(const ConvGeometry& g, const float* x, float* y, ActivationLayout y_layout, const WinogradEpilogue& e,
+               int threads) const;
+
+ private:
+  int64_t out_padded_ = 0;  // output channels padded to 8
+  std::vector<float> w_;    // [out_padded / 8][c][kh][kw][8]
+};
+
+}  // namespace paddlec::ops::nn

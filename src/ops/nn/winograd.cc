@@ -1,0 +1,353 @@
+// Winograd F(2x2, 3x3) convolution (winograd.h). Transform matrices (Lavin & Gray's F(2x2, 3x3)):
+//   B' = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+//   A' = [1 1 1 0; 0 1 -1 -1].
+#include "nn/winograd.h"
+
+#include <omp.h>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace paddlec::ops::nn {
+namespace {
+
+constexpr int kRows = 6;    // tiles per GEMM micro-tile (rows of the transformed input)
+constexpr int kCols = 16;   // output channels per micro-tile (two AVX2 registers)
+constexpr int kLanes = 8;   // channels transformed together (one AVX2 register)
+// Floats of one block's transformed input and products: about half of a 512 KB L2, the filter's
+// transform taking most of the rest for 64 x 64 channels.
+constexpr int64_t kBlockFloats = 64 * 1024;
+constexpr int64_t kMaxBlockTiles = 240;
+
+int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+bool FitsCommon(const ConvGeometry& g) {
+#if defined(__AVX2__) && defined(__FMA__)
+  const Window2d& w = g.w;
+  if (g.groups != 1 || g.c < kWinogradMinChannels || g.o < kWinogradMinChannels) return false;
+  for (int a = 0; a < 2; ++a)
+    if (w.kernel[a] != 3 || w.stride[a] != 1 || w.dilation[a] != 1 || w.pad_before(a) > 2 || w.pad_after(a) > 2 ||
+        w.out[a] <= 0)
+      return false;
+  return true;
+#else
+  (void)g;  // the kernels below are AVX2 + FMA; other builds run oneDNN's
+  return false;
+#endif
+}
+
+/// U = G g G' for one 3x3 filter, written at u[xi * stride].
+void TransformFilter(const float g[9], float* u, int64_t stride) {
+  float t[4][3];  // G g
+  for (int j = 0; j < 3; ++j) {
+    t[0][j] = g[j];
+    t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+    t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+    t[3][j] = g[6 + j];
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[(i * 4 + 0) * stride] = t[i][0];
+    u[(i * 4 + 1) * stride] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+    u[(i * 4 + 2) * stride] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+    u[(i * 4 + 3) * stride] = t[i][2];
+  }
+}
+
+/// Scratch of one thread: a block's transformed input V and products M.
+struct Scratch {
+  std::vector<float> v, m;
+};
+
+}  // namespace
+
+bool WinogradEnabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("PADDLEC_WINOGRAD");
+    return v == nullptr || std::string_view(v) != "off";
+  }();
+  return enabled;
+}
+
+bool WinogradFits(const ConvGeometry& g) { return FitsCommon(g); }
+
+bool WinogradFitsBackwardData(const ConvGeometry& g) {
+  if (!FitsCommon(g)) return false;
+  // dx has g.w.in's size: the backward convolution must cover it exactly (the forward one may drop
+  // input rows a stride-1 window never reaches, which happens only with asymmetric sizes).
+  for (int a = 0; a < 2; ++a)
+    if (g.w.out[a] + 2 - g.w.pad_before(a) - g.w.pad_after(a) != g.w.in[a]) return false;
+  return true;
+}
+
+bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p) {
+  for (int a = 0; a < 2; ++a)
+    if (p.w.kernel[a] != 2 || p.w.stride[a] != 2 || p.w.dilation[a] != 1 || p.w.pad_before(a) != 0 ||
+        p.w.pad_after(a) != 0 || g.w.out[a] % 2 != 0 || p.w.out[a] != g.w.out[a] / 2)
+      return false;
+  return true;
+}
+
+/// One run's sizes: an input of `c` channels (h x w) to `k` channels (oh x ow), padded by pt/pl at
+/// the top and left (the bottom and right follow from the sizes).
+struct WinogradConv::Shape {
+  int64_t n, c, k, h, w, oh, ow, pt, pl;
+  int64_t th() const { return (oh + 1) / 2; }
+  int64_t tw() const { return (ow + 1) / 2; }
+  int64_t tiles() const { return n * th() * tw(); }
+};
+
+void WinogradConv::SetFilter(const ConvGeometry& g, const float* w) {
+  Transform(g.c, g.o, [&](int64_t k, int64_t c, float f[9]) { std::copy(w + (k * g.c + c) * 9, w + (k * g.c + c + 1) * 9, f); });
+}
+
+void WinogradConv::SetFilterForBackwardData(const ConvGeometry& g, const float* w) {
+  // dx's channel k is the forward input channel, dy's channel c the forward output channel.
+  Transform(g.o, g.c, [&](int64_t k, int64_t c, float f[9]) {
+    const float* src = w + (c * g.c + k) * 9;
+    for (int i = 0; i < 9; ++i) f[i] = src[8 - i];
+  });
+}
+
+template <class F>
+void WinogradConv::Transform(int64_t in, int64_t out, F&& filter) {
+  in_ = in;
+  in_padded_ = RoundUp(in, kLanes);
+  out_ = out;
+  out_padded_ = RoundUp(out, kCols);
+  u_.assign(16 * out_padded_ * in_padded_, 0.0f);
+  const int64_t xi_stride = out_padded_ * in_padded_;
+  float f[9];
+  for (int64_t k = 0; k < out_; ++k)
+    for (int64_t c = 0; c < in_; ++c) {
+      filter(k, c, f);
+      TransformFilter(f, u_.data() + ((k / kCols) * in_padded_ + c) * kCols + k % kCols, xi_stride);
+    }
+}
+
+void WinogradConv::Forward(const ConvGeometry& g, const float* x, ActivationLayout x_layout, float* y,
+                           ActivationLayout y_layout, const WinogradEpilogue& e, int threads) const {
+  Run({g.n, g.c, g.o, g.w.in[0], g.w.in[1], g.w.out[0], g.w.out[1], g.w.pad_before(0), g.w.pad_before(1)}, x,
+      x_layout, y, y_layout, e, threads);
+}
+
+void WinogradConv::BackwardData(const ConvGeometry& g, const float* dy, float* dx, int threads) const {
+  Run({g.n, g.o, g.c, g.w.out[0], g.w.out[1], g.w.in[0], g.w.in[1], 2 - g.w.pad_before(0), 2 - g.w.pad_before(1)}, dy,
+      {}, dx, {}, {}, threads);
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+namespace {
+
+/// C[6 x 16] = A * B: A's 6 rows at stride lda, B packed [depth][16], C's rows at stride ldc. The
+/// twelve accumulators are named: GCC stores an array of them to the stack on every iteration.
+inline void MicroKernel(int64_t depth, const float* a, int64_t lda, const float* b, float* c, int64_t ldc) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
+  for (int64_t k = 0; k < depth; ++k, b += kCols) {
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    __m256 v = _mm256_broadcast_ss(a0 + k);
+    c00 = _mm256_fmadd_ps(v, b0, c00);
+    c01 = _mm256_fmadd_ps(v, b1, c01);
+    v = _mm256_broadcast_ss(a1 + k);
+    c10 = _mm256_fmadd_ps(v, b0, c10);
+    c11 = _mm256_fmadd_ps(v, b1, c11);
+    v = _mm256_broadcast_ss(a2 + k);
+    c20 = _mm256_fmadd_ps(v, b0, c20);
+    c21 = _mm256_fmadd_ps(v, b1, c21);
+    v = _mm256_broadcast_ss(a3 + k);
+    c30 = _mm256_fmadd_ps(v, b0, c30);
+    c31 = _mm256_fmadd_ps(v, b1, c31);
+    v = _mm256_broadcast_ss(a4 + k);
+    c40 = _mm256_fmadd_ps(v, b0, c40);
+    c41 = _mm256_fmadd_ps(v, b1, c41);
+    v = _mm256_broadcast_ss(a5 + k);
+    c50 = _mm256_fmadd_ps(v, b0, c50);
+    c51 = _mm256_fmadd_ps(v, b1, c51);
+  }
+  _mm256_storeu_ps(c, c00);
+  _mm256_storeu_ps(c + 8, c01);
+  _mm256_storeu_ps(c + ldc, c10);
+  _mm256_storeu_ps(c + ldc + 8, c11);
+  _mm256_storeu_ps(c + 2 * ldc, c20);
+  _mm256_storeu_ps(c + 2 * ldc + 8, c21);
+  _mm256_storeu_ps(c + 3 * ldc, c30);
+  _mm256_storeu_ps(c + 3 * ldc + 8, c31);
+  _mm256_storeu_ps(c + 4 * ldc, c40);
+  _mm256_storeu_ps(c + 4 * ldc + 8, c41);
+  _mm256_storeu_ps(c + 5 * ldc, c50);
+  _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+}
+
+/// An activation viewed as groups of kLanes consecutive channels: nChw{block}c with block 8 or 16.
+struct LaneView {
+  int64_t channels, h, w, block;
+  /// The kLanes channels from c0 (a multiple of kLanes) of pixel (h, w) of image n.
+  int64_t At(int64_t n, int64_t c0, int64_t hh, int64_t ww) const {
+    const int64_t group = block == kLanes ? c0 >> 3 : c0 >> 4;  // c0 / block without a division
+    return ((n * (channels / block) + group) * h + hh) * w * block + ww * block + (c0 & (block - 1));
+  }
+};
+
+/// V[xi] row `row`, channels c0..c0+7 = (B' d B)[xi] of the 4x4 patch at (h0, w0), zero outside.
+inline void InputTile(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
+                      float* v, int64_t xi_stride) {
+  __m256 d[16];
+  const int64_t row = in.w * in.block;
+  if (inside) {
+    const float* base = x + in.At(n, c0, h0, w0);
+    for (int p = 0; p < 16; ++p) d[p] = _mm256_loadu_ps(base + (p / 4) * row + (p % 4) * in.block);
+  } else {
+    // A border tile: the patch's origin may lie outside the image, so offsets go from (h0, w0) = (0, 0).
+    const float* base = x + in.At(n, c0, 0, 0);
+    for (int p = 0; p < 16; ++p) {
+      const int64_t h = h0 + p / 4, w = w0 + p % 4;
+      d[p] = h >= 0 && w >= 0 && h < in.h && w < in.w ? _mm256_loadu_ps(base + h * row + w * in.block)
+                                                      : _mm256_setzero_ps();
+    }
+  }
+  __m256 t[16];  // B' d
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm256_sub_ps(d[j], d[8 + j]);
+    t[4 + j] = _mm256_add_ps(d[4 + j], d[8 + j]);
+    t[8 + j] = _mm256_sub_ps(d[8 + j], d[4 + j]);
+    t[12 + j] = _mm256_sub_ps(d[4 + j], d[12 + j]);
+  }
+  for (int i = 0; i < 4; ++i) {  // (B' d) B
+    const __m256* r = t + 4 * i;
+    _mm256_storeu_ps(v + (4 * i + 0) * xi_stride, _mm256_sub_ps(r[0], r[2]));
+    _mm256_storeu_ps(v + (4 * i + 1) * xi_stride, _mm256_add_ps(r[1], r[2]));
+    _mm256_storeu_ps(v + (4 * i + 2) * xi_stride, _mm256_sub_ps(r[2], r[1]));
+    _mm256_storeu_ps(v + (4 * i + 3) * xi_stride, _mm256_sub_ps(r[1], r[3]));
+  }
+}
+
+/// The tile's 2x2 outputs for channels k0..k0+7: A' m A + bias, then the relu.
+inline void OutputTile(const float* m, int64_t xi_stride, __m256 bias, bool relu, __m256 out[4]) {
+  __m256 a[2][4];
+  for (int j = 0; j < 4; ++j) {
+    const __m256 m0 = _mm256_loadu_ps(m + j * xi_stride), m1 = _mm256_loadu_ps(m + (4 + j) * xi_stride);
+    const __m256 m2 = _mm256_loadu_ps(m + (8 + j) * xi_stride), m3 = _mm256_loadu_ps(m + (12 + j) * xi_stride);
+    a[0][j] = _mm256_add_ps(_mm256_add_ps(m0, m1), m2);
+    a[1][j] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m3);
+  }
+  for (int r = 0; r < 2; ++r) {
+    out[2 * r] = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[r][0], a[r][1]), a[r][2]), bias);
+    out[2 * r + 1] = _mm256_add_ps(_mm256_sub_ps(_mm256_sub_ps(a[r][1], a[r][2]), a[r][3]), bias);
+  }
+  if (relu)
+    for (int q = 0; q < 4; ++q) out[q] = _mm256_max_ps(out[q], _mm256_setzero_ps());
+}
+
+}  // namespace
+
+void WinogradConv::Run(const Shape& s, const float* x, ActivationLayout xl, float* y, ActivationLayout yl,
+                       const WinogradEpilogue& e, int threads) const {
+  const int64_t C8 = in_padded_, K = s.k, KP = out_padded_, th = s.th(), tw = s.tw(), T = s.tiles();
+  const int64_t max_tiles = std::clamp<int64_t>(kBlockFloats / (16 * (C8 + KP)), kRows, kMaxBlockTiles);
+  const int64_t blocks =
+      std::max<int64_t>((T + max_tiles - 1) / max_tiles, std::min<int64_t>(threads, (T + kRows - 1) / kRows));
+  const int64_t per_block = (T + blocks - 1) / blocks, rows = RoundUp(per_block, kRows);
+  const bool pooled = e.pool != nullptr, pool_max = pooled && e.pool->max;
+  const int64_t yh = pooled ? s.oh / 2 : s.oh, yw = pooled ? s.ow / 2 : s.ow;
+  std::vector<float> bias(KP, 0.0f);
+  if (e.bias != nullptr) std::copy(e.bias, e.bias + K, bias.begin());
+  const int team = static_cast<int>(std::min<int64_t>(std::max(threads, 1), blocks));
+
+  // The input as groups of 8 channels: a plain NCHW input is first copied to nChw8c (channels padded
+  // to a multiple of 8 with zeros), one pass over it.
+  LaneView in{C8, s.h, s.w, xl.block};
+  std::vector<float>& blocked = reorder_;
+  if (xl.block == 0) {
+    in.block = kLanes;
+    blocked.resize(s.n * C8 * s.h * s.w);
+    const int64_t hw = s.h * s.w, groups = s.n * (C8 / kLanes);
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      const int64_t n = gi / (C8 / kLanes), c0 = gi % (C8 / kLanes) * kLanes;
+      float* dst = blocked.data() + gi * hw * kLanes;
+      for (int l = 0; l < kLanes; ++l) {
+        const float* src = c0 + l < s.c ? x + (n * s.c + c0 + l) * hw : nullptr;
+        for (int64_t p = 0; p < hw; ++p) dst[p * kLanes + l] = src != nullptr ? src[p] : 0.0f;
+      }
+    }
+    x = blocked.data();
+  }
+
+  auto run_block = [&](int64_t block, Scratch& sc) {
+    const int64_t t0 = block * per_block, nt = std::min(per_block, T - t0);
+    if (nt <= 0) return;
+    sc.v.resize(16 * rows * C8);
+    sc.m.resize(16 * rows * KP);
+    float* V = sc.v.data();
+    float* M = sc.m.data();
+    for (int64_t i = 0; i < nt; ++i) {
+      const int64_t t = t0 + i, n = t / (th * tw), ty = t / tw % th, tx = t % tw;
+      const int64_t h0 = 2 * ty - s.pt, w0 = 2 * tx - s.pl;
+      const bool inside = h0 >= 0 && w0 >= 0 && h0 + 4 <= s.h && w0 + 4 <= s.w;
+      for (int64_t c0 = 0; c0 < C8; c0 += kLanes) InputTile(x, in, n, c0, h0, w0, inside, V + i * C8 + c0, rows * C8);
+    }
+    // The 16 GEMMs: M[xi] (rows x KP) = V[xi] (rows x C8) * U[xi] (C8 x KP).
+    for (int64_t xi = 0; xi < 16; ++xi)
+      for (int64_t kp = 0; kp < KP / kCols; ++kp) {
+        const float* u = u_.data() + (xi * (KP / kCols) + kp) * C8 * kCols;
+        for (int64_t r0 = 0; r0 < nt; r0 += kRows)
+          MicroKernel(C8, V + (xi * rows + r0) * C8, C8, u, M + (xi * rows + r0) * KP + kp * kCols, KP);
+      }
+    alignas(32) float lanes[4][kLanes];
+    const LaneView out{K, yh, yw, yl.block};
+    for (int64_t i = 0; i < nt; ++i) {
+      const int64_t t = t0 + i, n = t / (th * tw), ty = t / tw % th, tx = t % tw;
+      for (int64_t k0 = 0; k0 < K; k0 += kLanes) {
+        __m256 o[4];
+        OutputTile(M + i * KP + k0, rows * KP, _mm256_loadu_ps(bias.data() + k0), e.relu, o);
+        int q_count = 4;
+        if (pooled) {
+          o[0] = pool_max ? _mm256_max_ps(_mm256_max_ps(o[0], o[1]), _mm256_max_ps(o[2], o[3]))
+                          : _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(o[0], o[1]), _mm256_add_ps(o[2], o[3])),
+                                          _mm256_set1_ps(0.25f));
+          q_count = 1;
+        }
+        for (int q = 0; q < q_count; ++q) {
+          const int64_t h = pooled ? ty : 2 * ty + q / 2, w = pooled ? tx : 2 * tx + q % 2;
+          if (h >= yh || w >= yw) continue;
+          if (yl.block != 0) {
+            _mm256_storeu_ps(y + out.At(n, k0, h, w), o[q]);
+            continue;
+          }
+          _mm256_store_ps(lanes[q], o[q]);
+          float* dst = y + ((n * K + k0) * yh + h) * yw + w;
+          if (K - k0 >= kLanes) {
+            for (int l = 0; l < kLanes; ++l) dst[l * yh * yw] = lanes[q][l];
+          } else {
+            for (int64_t l = 0; l < K - k0; ++l) dst[l * yh * yw] = lanes[q][l];
+          }
+        }
+      }
+    }
+  };
+
+  if (team <= 1) {
+    thread_local Scratch scratch;
+    for (int64_t b = 0; b < blocks; ++b) run_block(b, scratch);
+    return;
+  }
+#pragma omp parallel num_threads(team)
+  {
+    thread_local Scratch scratch;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t b = 0; b < blocks; ++b) run_block(b, scratch);
+  }
+}
+#else
+void WinogradConv::Run(const Shape&, const float*, ActivationLayout, float*, ActivationLayout, const WinogradEpilogue&,
+                       int) const {}  // never called: WinogradFits is false without AVX2 and FMA
+#endif
+
+}  // namespace paddlec::ops::nn

@@ -1,0 +1,81 @@
+// Winograd F(2x2, 3x3) convolution on the CPU, for 3x3 stride-1 convolutions with enough channels.
+//
+// A 3x3 convolution computes each 2x2 output tile from a 4x4 input patch. Winograd's minimal
+// filtering does it with 16 multiplies per (input, output) channel pair instead of 36: the patch and
+// the filter are transformed (V = B'dB, U = GgG'), the 16 transformed points are multiplied
+// element-wise, summed over input channels (16 independent GEMMs of tiles x in-channels times
+// in-channels x out-channels) and transformed back (Y = A'MA). oneDNN 2.6 has no Winograd kernel
+// below AVX-512, so on AVX2 machines this does 2.25x fewer multiplies than its direct kernels. The
+// transforms' coefficients are 0, +-1 and 1/2, so the results differ from a direct convolution by
+// float reassociation only (winograd_test.cc bounds it).
+//
+// The work is cut into blocks of tiles sized so that a block's transformed input and products stay
+// in the core's L2 cache; blocks are handed out one at a time to whichever thread is free (so a
+// thread descheduled by another process delays only its block), and a block's output transform
+// applies the bias, the relu and a 2x2 stride-2 pooling (the tile is the pooling window) before
+// anything is written.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/conv_slots.h"
+
+namespace paddlec::ops::nn {
+
+/// An activation tensor's layout: plain NCHW (block 0) or oneDNN's channel-blocked nChw{block}c
+/// (conv_onednn.h's ActivationBlockTag, channels a multiple of the block).
+struct ActivationLayout {
+  int block = 0;
+};
+
+/// Whether the convolution kernels may choose Winograd: true unless the environment says
+/// PADDLEC_WINOGRAD=off (read once; for comparing against oneDNN's direct kernels).
+bool WinogradEnabled();
+/// Whether F(2x2, 3x3) computes `g` and pays off: 3x3, stride 1, no dilation, one group, padding
+/// at most 2 per side, at least kWinogradMinChannels input and output channels.
+bool WinogradFits(const ConvGeometry& g);
+/// Whether it also computes g's backward-data pass (a convolution of dy with the flipped filter,
+/// padded by 2 - g's padding on each side).
+bool WinogradFitsBackwardData(const ConvGeometry& g);
+/// Below this many input or output channels the transforms cost more than the multiplies saved.
+inline constexpr int64_t kWinogradMinChannels = 8;
+
+/// What a forward call does after the convolution, per output element.
+struct WinogradEpilogue {
+  const float* bias = nullptr;  // [out channels], or none
+  bool relu = false;
+  const ConvPool* pool = nullptr;  // only a 2x2 stride-2 unpadded pooling (WinogradPoolFits)
+};
+/// Whether `p` is a pooling the tiles of `g` can apply: 2x2 windows, stride 2, no padding, and even
+/// output sizes (each 2x2 tile is one window).
+bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p);
+
+/// One convolution's transformed filter and its runs. Not thread-safe: one instance per op instance.
+class WinogradConv {
+ public:
+  /// Transforms the OIHW filter of `g`.
+  void SetFilter(const ConvGeometry& g, const float* w);
+  /// Transforms the filter for g's backward-data pass: dx = conv(dy, w flipped, in/out swapped).
+  void SetFilterForBackwardData(const ConvGeometry& g, const float* w);
+
+  /// y = conv(x) per `g` (the geometry SetFilter saw), then the epilogue, on up to `threads` threads.
+  void Forward(const ConvGeometry& g, const float* x, ActivationLayout x_layout, float* y, ActivationLayout y_layout,
+               const WinogradEpilogue& e, int threads) const;
+  /// dx = conv_backward_data(w, dy) per `g` (after SetFilterForBackwardData), NCHW.
+  void BackwardData(const ConvGeometry& g, const float* dy, float* dx, int threads) const;
+
+ private:
+  struct Shape;
+  template <class F>
+  void Transform(int64_t in, int64_t out, F&& filter);
+  void Run(const Shape& s, const float* x, ActivationLayout xl, float* y, ActivationLayout yl,
+           const WinogradEpilogue& e, int threads) const;
+
+  // Channels of the transformed filter: in padded to 8 (one register), out to 16 (a micro-tile).
+  int64_t in_ = 0, in_padded_ = 0, out_ = 0, out_padded_ = 0;
+  std::vector<float> u_;                // [16][out_padded / 16][in_padded][16]
+  mutable std::vector<float> reorder_;  // a plain input copied to nChw8c
+};
+
+}  // namespace paddlec::ops::nn

@@ -1,0 +1,349 @@
+// The CPU's own convolution kernels, Winograd F(2x2, 3x3) (winograd.h) and the few-input-channel
+// direct kernel (conv_direct.h), against a naive double-precision convolution written here: odd and
+// even sizes, every padding they accept, channel counts that fill no register, bias, relu and the
+// fused poolings, oneDNN's blocked layouts, Winograd's backward-data pass, and 1 or 2 threads.
+#include "nn/winograd.h"
+
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "nn/conv_direct.h"
+#include "nn/conv_onednn.h"
+#include "paddlec/runtime/device_context.h"
+
+namespace paddlec::ops::nn {
+namespace {
+
+struct Case {
+  int64_t n, c, o, h, w, pt, pb, pl, pr;
+  int64_t kh = 3, kw = 3;
+};
+
+ConvGeometry Geometry(const Case& k) {
+  ConvGeometry g;
+  g.n = k.n;
+  g.c = k.c;
+  g.o = k.o;
+  g.w.in[0] = k.h;
+  g.w.in[1] = k.w;
+  g.w.kernel[0] = k.kh;
+  g.w.kernel[1] = k.kw;
+  g.w.pad[0] = k.pt;
+  g.w.pad[1] = k.pb;
+  g.w.pad[2] = k.pl;
+  g.w.pad[3] = k.pr;
+  g.w.out[0] = k.h + k.pt + k.pb - k.kh + 1;
+  g.w.out[1] = k.w + k.pl + k.pr - k.kw + 1;
+  return g;
+}
+
+std::vector<float> Random(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+/// y[n][o][oh][ow] = sum over c, i, j of x[n][c][oh - pt + i][ow - pl + j] * f[o][c][i][j], in double.
+std::vector<double> RefConv(const ConvGeometry& g, const std::vector<float>& x, const std::vector<float>& f) {
+  const int64_t H = g.w.in[0], W = g.w.in[1], OH = g.w.out[0], OW = g.w.out[1];
+  const int64_t KH = g.w.kernel[0], KW = g.w.kernel[1];
+  std::vector<double> y(g.n * g.o * OH * OW, 0.0);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t o = 0; o < g.o; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double s = 0;
+          for (int64_t c = 0; c < g.c; ++c)
+            for (int64_t i = 0; i < KH; ++i)
+              for (int64_t j = 0; j < KW; ++j) {
+                const int64_t h = oh - g.w.pad[0] + i, w = ow - g.w.pad[2] + j;
+                if (h >= 0 && h < H && w >= 0 && w < W)
+                  s += double(x[((n * g.c + c) * H + h) * W + w]) * f[((o * g.c + c) * KH + i) * KW + j];
+              }
+          y[((n * g.o + o) * OH + oh) * OW + ow] = s;
+        }
+  return y;
+}
+
+/// dx of the convolution g: dx[n][c][h][w] = sum over o, i, j of dy[n][o][h + pt - i][w + pl - j] * f[o][c][i][j].
+std::vector<double> RefBackwardData(const ConvGeometry& g, const std::vector<float>& dy, const std::vector<float>& f) {
+  const int64_t H = g.w.in[0], W = g.w.in[1], OH = g.w.out[0], OW = g.w.out[1];
+  std::vector<double> dx(g.n * g.c * H * W, 0.0);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t o = 0; o < g.o; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          for (int64_t c = 0; c < g.c; ++c)
+            for (int i = 0; i < 3; ++i)
+              for (int j = 0; j < 3; ++j) {
+                const int64_t h = oh - g.w.pad[0] + i, w = ow - g.w.pad[2] + j;
+                if (h >= 0 && h < H && w >= 0 && w < W)
+                  dx[((n * g.c + c) * H + h) * W + w] +=
+                      double(dy[((n * g.o + o) * OH + oh) * OW + ow]) * f[((o * g.c + c) * 3 + i) * 3 + j];
+              }
+  return dx;
+}
+
+/// NCHW <-> nChw{b}c.
+std::vector<float> ToBlocked(const std::vector<float>& x, int64_t n, int64_t c, int64_t hw, int64_t b) {
+  std::vector<float> y(x.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) y[((i * (c / b) + ch / b) * hw + p) * b + ch % b] = x[(i * c + ch) * hw + p];
+  return y;
+}
+std::vector<float> FromBlocked(const std::vector<float>& y, int64_t n, int64_t c, int64_t hw, int64_t b) {
+  std::vector<float> x(y.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) x[(i * c + ch) * hw + p] = y[((i * (c / b) + ch / b) * hw + p) * b + ch % b];
+  return x;
+}
+
+/// max |a - b| relative to max(1, max |b|): F(2x2, 3x3) differs from a direct sum by float rounding only.
+double RelError(const std::vector<float>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double err = 0, scale = 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    err = std::max(err, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return err / scale;
+}
+
+TEST_CASE("winograd: forward matches a direct convolution across sizes, paddings and channel counts") {
+  const Case cases[] = {
+      {1, 8, 8, 4, 4, 1, 1, 1, 1},    {2, 32, 64, 14, 14, 1, 1, 1, 1}, {3, 9, 17, 7, 5, 1, 1, 1, 1},
+      {1, 16, 24, 9, 11, 0, 0, 0, 0}, {2, 12, 8, 6, 7, 2, 2, 2, 2},    {1, 8, 40, 5, 8, 0, 2, 1, 0},
+      {5, 33, 9, 3, 3, 1, 1, 1, 1},
+  };
+  for (const Case& k : cases)
+    for (int threads : {1, 2}) {
+      CAPTURE(k.n);
+      CAPTURE(k.c);
+      CAPTURE(k.o);
+      CAPTURE(k.h);
+      CAPTURE(k.w);
+      CAPTURE(threads);
+      ConvGeometry g = Geometry(k);
+      REQUIRE(WinogradFits(g));
+      auto x = Random(g.n * g.c * k.h * k.w, 1), f = Random(g.o * g.c * 9, 2), bias = Random(g.o, 3);
+      WinogradConv conv;
+      conv.SetFilter(g, f.data());
+      std::vector<float> y(g.n * g.o * g.w.out[0] * g.w.out[1], -7.0f);
+      conv.Forward(g, x.data(), {}, y.data(), {}, {}, threads);
+      std::vector<double> ref = RefConv(g, x, f);
+      CHECK(RelError(y, ref) < 1e-5);
+
+      // Bias and relu in the epilogue.
+      conv.Forward(g, x.data(), {}, y.data(), {}, {.bias = bias.data(), .relu = true}, threads);
+      const int64_t plane = g.w.out[0] * g.w.out[1];
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] = std::max(ref[i] + bias[i / plane % g.o], 0.0);
+      CHECK(RelError(y, ref) < 1e-5);
+    }
+}
+
+TEST_CASE("winograd: the fused 2x2 pooling, and blocked layouts in and out") {
+  ConvGeometry g = Geometry({3, 32, 64, 14, 14, 1, 1, 1, 1});
+  auto x = Random(g.n * g.c * 14 * 14, 4), f = Random(g.o * g.c * 9, 5), bias = Random(g.o, 6);
+  std::vector<double> conv = RefConv(g, x, f);
+  for (bool max : {true, false}) {
+    ConvPool p;
+    p.max = max;
+    p.w.in[0] = p.w.in[1] = 14;
+    p.w.kernel[0] = p.w.kernel[1] = 2;
+    p.w.stride[0] = p.w.stride[1] = 2;
+    p.w.out[0] = p.w.out[1] = 7;
+    REQUIRE(WinogradPoolFits(g, p));
+    std::vector<double> ref(g.n * g.o * 49);
+    for (int64_t plane = 0; plane < g.n * g.o; ++plane)
+      for (int64_t oh = 0; oh < 7; ++oh)
+        for (int64_t ow = 0; ow < 7; ++ow) {
+          double v[4];
+          for (int q = 0; q < 4; ++q)
+            v[q] = std::max(conv[(plane * 14 + 2 * oh + q / 2) * 14 + 2 * ow + q % 2] + bias[plane % g.o], 0.0);
+          ref[(plane * 7 + oh) * 7 + ow] = max ? std::max({v[0], v[1], v[2], v[3]}) : (v[0] + v[1] + v[2] + v[3]) / 4;
+        }
+    WinogradConv wc;
+    wc.SetFilter(g, f.data());
+    for (int block : {0, 8, 16}) {
+      CAPTURE(max);
+      CAPTURE(block);
+      auto xin = block ? ToBlocked(x, g.n, g.c, 196, block) : x;
+      std::vector<float> y(ref.size());
+      wc.Forward(g, xin.data(), {block}, y.data(), {block}, {.bias = bias.data(), .relu = true, .pool = &p}, 2);
+      CHECK(RelError(block ? FromBlocked(y, g.n, g.o, 49, block) : y, ref) < 1e-5);
+    }
+  }
+  // A pooling the tiles cannot apply.
+  ConvPool odd;
+  odd.w.kernel[0] = odd.w.kernel[1] = 3;
+  odd.w.stride[0] = odd.w.stride[1] = 2;
+  CHECK_FALSE(WinogradPoolFits(g, odd));
+}
+
+TEST_CASE("winograd: backward data matches the transposed direct convolution") {
+  const Case cases[] = {{2, 16, 24, 8, 8, 1, 1, 1, 1}, {1, 9, 8, 6, 5, 0, 0, 0, 0}, {3, 8, 12, 7, 7, 2, 2, 1, 1}};
+  for (const Case& k : cases) {
+    ConvGeometry g = Geometry(k);
+    REQUIRE(WinogradFitsBackwardData(g));
+    auto dy = Random(g.n * g.o * g.w.out[0] * g.w.out[1], 7), f = Random(g.o * g.c * 9, 8);
+    WinogradConv conv;
+    conv.SetFilterForBackwardData(g, f.data());
+    std::vector<float> dx(g.n * g.c * k.h * k.w, -3.0f);
+    conv.BackwardData(g, dy.data(), dx.data(), 2);
+    CHECK(RelError(dx, RefBackwardData(g, dy, f)) < 1e-5);
+  }
+}
+
+TEST_CASE("winograd: what it does not compute") {
+  ConvGeometry g = Geometry({1, 16, 16, 8, 8, 1, 1, 1, 1});
+  CHECK(WinogradFits(g));
+  ConvGeometry few = g;
+  few.c = kWinogradMinChannels - 1;
+  CHECK_FALSE(WinogradFits(few));
+  ConvGeometry strided = g;
+  strided.w.stride[0] = 2;
+  CHECK_FALSE(WinogradFits(strided));
+  ConvGeometry grouped = g;
+  grouped.groups = 2;
+  CHECK_FALSE(WinogradFits(grouped));
+  ConvGeometry wide = g;
+  wide.w.kernel[1] = 5;
+  CHECK_FALSE(WinogradFits(wide));
+  ConvGeometry padded = g;
+  padded.w.pad[0] = 3;
+  CHECK_FALSE(WinogradFits(padded));
+}
+
+/// The fused pooling of `conv` (+ bias, relu): 2x2 windows, stride 2.
+std::vector<double> RefPool(const ConvGeometry& g, const std::vector<double>& conv, const std::vector<float>& bias,
+                            bool max) {
+  const int64_t OH = g.w.out[0], OW = g.w.out[1], PH = OH / 2, PW = OW / 2;
+  std::vector<double> ref(g.n * g.o * PH * PW);
+  for (int64_t plane = 0; plane < g.n * g.o; ++plane)
+    for (int64_t ph = 0; ph < PH; ++ph)
+      for (int64_t pw = 0; pw < PW; ++pw) {
+        double v[4];
+        for (int q = 0; q < 4; ++q)
+          v[q] = std::max(conv[(plane * OH + 2 * ph + q / 2) * OW + 2 * pw + q % 2] + bias[plane % g.o], 0.0);
+        ref[(plane * PH + ph) * PW + pw] = max ? std::max({v[0], v[1], v[2], v[3]}) : (v[0] + v[1] + v[2] + v[3]) / 4;
+      }
+  return ref;
+}
+
+ConvPool Pool2x2(const ConvGeometry& g, bool max) {
+  ConvPool p;
+  p.max = max;
+  for (int a = 0; a < 2; ++a) {
+    p.w.in[a] = g.w.out[a];
+    p.w.kernel[a] = p.w.stride[a] = 2;
+    p.w.out[a] = g.w.out[a] / 2;
+  }
+  return p;
+}
+
+TEST_CASE("small-channel direct convolution: kernel sizes, paddings, bias, relu, poolings and layouts") {
+  const Case cases[] = {
+      {3, 1, 32, 28, 28, 1, 1, 1, 1},          {2, 3, 16, 9, 13, 0, 0, 0, 0},
+      {1, 4, 12, 8, 10, 2, 1, 0, 3, 5, 5},     {2, 2, 8, 7, 7, 3, 3, 3, 3, 7, 7},
+      {1, 1, 9, 6, 6, 0, 0, 1, 1, 1, 3},
+  };
+  for (const Case& k : cases)
+    for (int threads : {1, 2}) {
+      CAPTURE(k.c);
+      CAPTURE(k.o);
+      CAPTURE(k.kh);
+      CAPTURE(threads);
+      ConvGeometry g = Geometry(k);
+      REQUIRE(SmallConvFits(g));
+      auto x = Random(g.n * g.c * k.h * k.w, 11), f = Random(g.o * g.c * k.kh * k.kw, 12), bias = Random(g.o, 13);
+      SmallChannelConv conv;
+      conv.SetFilter(g, f.data());
+      const std::vector<double> ref = RefConv(g, x, f);
+      std::vector<float> y(ref.size(), -5.0f);
+      conv.Forward(g, x.data(), y.data(), {}, {}, threads);
+      CHECK(RelError(y, ref) < 1e-5);
+      // bias + relu + pooling, written NCHW and channel-blocked.
+      if (g.w.out[0] % 2 != 0 || g.w.out[1] % 2 != 0) continue;
+      for (bool max : {true, false}) {
+        const ConvPool p = Pool2x2(g, max);
+        REQUIRE(WinogradPoolFits(g, p));
+        const std::vector<double> pooled = RefPool(g, ref, bias, max);
+        for (int block : {0, 8, 16}) {
+          if (block != 0 && g.o % block != 0) continue;
+          CAPTURE(max);
+          CAPTURE(block);
+          std::vector<float> yp(pooled.size());
+          conv.Forward(g, x.data(), yp.data(), {block}, {.bias = bias.data(), .relu = true, .pool = &p}, threads);
+          const int64_t plane = g.w.out[0] * g.w.out[1] / 4;
+          CHECK(RelError(block ? FromBlocked(yp, g.n, g.o, plane, block) : yp, pooled) < 1e-5);
+        }
+      }
+    }
+  ConvGeometry many = Geometry({1, kSmallConvMaxChannels + 1, 8, 6, 6, 1, 1, 1, 1});
+  CHECK_FALSE(SmallConvFits(many));
+  ConvGeometry strided = Geometry({1, 1, 8, 6, 6, 1, 1, 1, 1});
+  strided.w.stride[1] = 2;
+  CHECK_FALSE(SmallConvFits(strided));
+}
+
+// Milliseconds per call against oneDNN's direct kernels (median of 7 runs of >= 100 ms; figures, not
+// assertions): ./build/ops_test -tc='winograd benchmark*' --no-skip
+TEST_CASE("winograd benchmark: against oneDNN on LeNet and ResNet-20 shapes" * doctest::skip()) {
+  auto time_ms = [](auto&& fn) {
+    for (int i = 0; i < 3; ++i) fn();
+    std::vector<double> runs;
+    for (int r = 0; r < 7; ++r) {
+      int reps = 0;
+      double el = 0;
+      auto t0 = std::chrono::steady_clock::now();
+      do {
+        fn();
+        ++reps;
+        el = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      } while (el < 100);
+      runs.push_back(el / reps);
+    }
+    std::sort(runs.begin(), runs.end());
+    return runs[runs.size() / 2];
+  };
+  const Case shapes[] = {{64, 32, 64, 14, 14, 1, 1, 1, 1}, {1, 32, 64, 14, 14, 1, 1, 1, 1},
+                         {64, 16, 16, 32, 32, 1, 1, 1, 1}, {64, 32, 32, 16, 16, 1, 1, 1, 1},
+                         {64, 64, 64, 8, 8, 1, 1, 1, 1}};
+  for (int threads : {1, 2}) {
+    runtime::CpuContext cpu(threads);
+    for (const Case& k : shapes) {
+      ConvGeometry g = Geometry(k);
+      auto x = Random(g.n * g.c * k.h * k.w, 1), f = Random(g.o * g.c * 9, 2);
+      std::vector<float> y(g.n * g.o * g.w.out[0] * g.w.out[1]), dx(x.size());
+      OneDnnConv dnnl;
+      WinogradConv wc;
+      wc.SetFilter(g, f.data());
+      const double d_fwd = time_ms([&] { CHECK(dnnl.Forward(cpu.onednn(), g, x.data(), f.data(), y.data()).ok()); });
+      const double w_fwd = time_ms([&] { wc.Forward(g, x.data(), {}, y.data(), {}, {}, threads); });
+      const double d_bwd =
+          time_ms([&] { CHECK(dnnl.BackwardData(cpu.onednn(), g, f.data(), y.data(), dx.data()).ok()); });
+      WinogradConv wb;
+      const double w_bwd = time_ms([&] {
+        wb.SetFilterForBackwardData(g, f.data());
+        wb.BackwardData(g, y.data(), dx.data(), threads);
+      });
+      MESSAGE(fmt::format("{} threads, n={} {}->{} {}x{}: forward oneDNN {:.3f} winograd {:.3f}; backward-data oneDNN "
+                          "{:.3f} winograd {:.3f} (filter transform included)",
+                          threads, k.n, k.c, k.o, k.h, k.w, d_fwd, w_fwd, d_bwd, w_bwd));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace paddlec::ops::nn
