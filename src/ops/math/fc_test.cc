@@ -1,5 +1,5 @@
 // fc against a naive double-precision fully connected layer: with and without bias and relu, a
-// batch of 1 (the serial small-GEMM path) and of 64, Input flattened at in_num_col_dims, [1, N]
+// batch of 1 (the serial small-GEMM path), of 64 and of sizes that fill no whole tile (the tiled path), Input flattened at in_num_col_dims, [1, N]
 // biases, unknown batch dims, and shape errors.
 #include <cmath>
 
@@ -35,6 +35,11 @@ TEST_CASE("fc = act(Input * W + Bias) in float32 and float64") {
       {{64, 784}, {784, 256}, {256}, 1, "relu", {64, 256}},  // batch 64: the pool
       {{3, 2, 5}, {10, 7}, {1, 7}, 1, "", {3, 7}},           // flattened Input, [1, N] bias
       {{2, 3, 4}, {4, 6}, {}, 2, "relu", {2, 3, 6}},         // no bias, rows from two dims
+      // The tiled GEMM (math/gemm.cc): rows and columns that fill no whole 6 x 16 tile, a depth
+      // that spans two K blocks and ends inside a third, one exact tile, and no bias.
+      {{13, 300}, {300, 37}, {37}, 1, "relu", {13, 37}},
+      {{6, 16}, {16, 16}, {16}, 1, "", {6, 16}},
+      {{7, 129}, {129, 33}, {}, 1, "", {7, 33}},
   };
   for (const Case& c : cases) {
     CAPTURE(c.x.ToString());

@@ -5,9 +5,7 @@
 
 #include <omp.h>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
+#include "common/microkernel.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -17,8 +15,8 @@
 namespace paddlec::ops::nn {
 namespace {
 
-constexpr int kRows = 6;    // tiles per GEMM micro-tile (rows of the transformed input)
-constexpr int kCols = 16;   // output channels per micro-tile (two AVX2 registers)
+constexpr int kRows = 6;    // tiles per GEMM micro-tile (rows of the transformed input): kTileRows
+constexpr int kCols = 16;   // output channels per micro-tile (two AVX2 registers): kTileCols
 constexpr int kLanes = 8;   // channels transformed together (one AVX2 register)
 // Floats of one block's transformed input and products: about half of a 512 KB L2, the filter's
 // transform taking most of the rest for 64 x 64 channels.
@@ -144,47 +142,6 @@ void WinogradConv::BackwardData(const ConvGeometry& g, const float* dy, float* d
 #if defined(__AVX2__) && defined(__FMA__)
 namespace {
 
-/// C[6 x 16] = A * B: A's 6 rows at stride lda, B packed [depth][16], C's rows at stride ldc. The
-/// twelve accumulators are named: GCC stores an array of them to the stack on every iteration.
-inline void MicroKernel(int64_t depth, const float* a, int64_t lda, const float* b, float* c, int64_t ldc) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
-  for (int64_t k = 0; k < depth; ++k, b += kCols) {
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    __m256 v = _mm256_broadcast_ss(a0 + k);
-    c00 = _mm256_fmadd_ps(v, b0, c00);
-    c01 = _mm256_fmadd_ps(v, b1, c01);
-    v = _mm256_broadcast_ss(a1 + k);
-    c10 = _mm256_fmadd_ps(v, b0, c10);
-    c11 = _mm256_fmadd_ps(v, b1, c11);
-    v = _mm256_broadcast_ss(a2 + k);
-    c20 = _mm256_fmadd_ps(v, b0, c20);
-    c21 = _mm256_fmadd_ps(v, b1, c21);
-    v = _mm256_broadcast_ss(a3 + k);
-    c30 = _mm256_fmadd_ps(v, b0, c30);
-    c31 = _mm256_fmadd_ps(v, b1, c31);
-    v = _mm256_broadcast_ss(a4 + k);
-    c40 = _mm256_fmadd_ps(v, b0, c40);
-    c41 = _mm256_fmadd_ps(v, b1, c41);
-    v = _mm256_broadcast_ss(a5 + k);
-    c50 = _mm256_fmadd_ps(v, b0, c50);
-    c51 = _mm256_fmadd_ps(v, b1, c51);
-  }
-  _mm256_storeu_ps(c, c00);
-  _mm256_storeu_ps(c + 8, c01);
-  _mm256_storeu_ps(c + ldc, c10);
-  _mm256_storeu_ps(c + ldc + 8, c11);
-  _mm256_storeu_ps(c + 2 * ldc, c20);
-  _mm256_storeu_ps(c + 2 * ldc + 8, c21);
-  _mm256_storeu_ps(c + 3 * ldc, c30);
-  _mm256_storeu_ps(c + 3 * ldc + 8, c31);
-  _mm256_storeu_ps(c + 4 * ldc, c40);
-  _mm256_storeu_ps(c + 4 * ldc + 8, c41);
-  _mm256_storeu_ps(c + 5 * ldc, c50);
-  _mm256_storeu_ps(c + 5 * ldc + 8, c51);
-}
-
 /// An activation viewed as groups of kLanes consecutive channels: nChw{block}c with block 8 or 16.
 struct LaneView {
   int64_t channels, h, w, block;
@@ -298,7 +255,7 @@ void WinogradConv::Run(const Shape& s, const float* x, ActivationLayout xl, floa
       for (int64_t kp = 0; kp < KP / kCols; ++kp) {
         const float* u = u_.data() + (xi * (KP / kCols) + kp) * C8 * kCols;
         for (int64_t r0 = 0; r0 < nt; r0 += kRows)
-          MicroKernel(C8, V + (xi * rows + r0) * C8, C8, u, M + (xi * rows + r0) * KP + kp * kCols, KP);
+          MicroTile(C8, V + (xi * rows + r0) * C8, C8, u, kCols, M + (xi * rows + r0) * KP + kp * kCols, KP);
       }
     alignas(32) float lanes[4][kLanes];
     const LaneView out{K, yh, yw, yl.block};

@@ -1,0 +1,79 @@
+// The AVX2 + FMA register tile the CPU's own GEMM-shaped loops share (Winograd's 16 products in
+// nn/winograd.cc, the tiled float32 GEMM in math/gemm.cc): 6 rows x 16 columns in 12 accumulators.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+namespace paddlec::ops {
+
+inline constexpr int kTileRows = 6;
+inline constexpr int kTileCols = 16;
+
+/// What happens to the tile after the products: stored as is, or plus a bias per column then
+/// clamped at zero when `relu`.
+struct TileEpilogue {
+  const float* bias = nullptr;  // the tile's 16 columns' bias, or none
+  bool relu = false;
+};
+
+/// C[6 x 16] = A[6 x depth] * B[depth x 16] (plus C's own values when `accumulate`), then the
+/// epilogue: A's rows at stride lda, B's rows at stride ldb, C's at stride ldc. The accumulators
+/// are named: GCC stores an array of them to the stack on every iteration.
+inline void MicroTile(int64_t depth, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                      TileEpilogue e = {}, bool accumulate = false) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  if (accumulate) {
+    c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
+    c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+    c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+    c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+    c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+  }
+  const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
+  for (int64_t k = 0; k < depth; ++k, b += ldb) {
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    __m256 v = _mm256_broadcast_ss(a0 + k);
+    c00 = _mm256_fmadd_ps(v, b0, c00);
+    c01 = _mm256_fmadd_ps(v, b1, c01);
+    v = _mm256_broadcast_ss(a1 + k);
+    c10 = _mm256_fmadd_ps(v, b0, c10);
+    c11 = _mm256_fmadd_ps(v, b1, c11);
+    v = _mm256_broadcast_ss(a2 + k);
+    c20 = _mm256_fmadd_ps(v, b0, c20);
+    c21 = _mm256_fmadd_ps(v, b1, c21);
+    v = _mm256_broadcast_ss(a3 + k);
+    c30 = _mm256_fmadd_ps(v, b0, c30);
+    c31 = _mm256_fmadd_ps(v, b1, c31);
+    v = _mm256_broadcast_ss(a4 + k);
+    c40 = _mm256_fmadd_ps(v, b0, c40);
+    c41 = _mm256_fmadd_ps(v, b1, c41);
+    v = _mm256_broadcast_ss(a5 + k);
+    c50 = _mm256_fmadd_ps(v, b0, c50);
+    c51 = _mm256_fmadd_ps(v, b1, c51);
+  }
+  __m256 acc[kTileRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  const __m256 bias0 = e.bias ? _mm256_loadu_ps(e.bias) : _mm256_setzero_ps();
+  const __m256 bias1 = e.bias ? _mm256_loadu_ps(e.bias + 8) : _mm256_setzero_ps();
+  for (int r = 0; r < kTileRows; ++r) {
+    __m256 lo = acc[r][0], hi = acc[r][1];
+    if (e.bias) {
+      lo = _mm256_add_ps(lo, bias0);
+      hi = _mm256_add_ps(hi, bias1);
+    }
+    if (e.relu) {
+      lo = _mm256_max_ps(lo, _mm256_setzero_ps());
+      hi = _mm256_max_ps(hi, _mm256_setzero_ps());
+    }
+    _mm256_storeu_ps(c + r * ldc, lo);
+    _mm256_storeu_ps(c + r * ldc + 8, hi);
+  }
+}
+
+}  // namespace paddlec::ops
+
+#endif
