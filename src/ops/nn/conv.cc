@@ -219,7 +219,7 @@ class ConvKernel final : public OpKernel {
       return Status::OK();
     }
     if constexpr (std::is_same_v<T, float>) {
-      if (nn::WinogradEnabled() && nn::WinogradFits(g)) {
+      if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, {})) {
         wino_.SetFilter(g, f);
         wino_.Forward(g, x, {}, out.data<float>(), {}, {}, WinogradThreads(g));
         return Status::OK();
@@ -262,7 +262,7 @@ class ConvGradKernel final : public OpKernel {
     }
     if constexpr (std::is_same_v<T, float>) {
       runtime::OneDnnHandles& h = ctx.device_as<runtime::CpuContext>().onednn();
-      if (dx != nullptr && nn::WinogradEnabled() && nn::WinogradFitsBackwardData(g)) {
+      if (dx != nullptr && nn::WinogradEnabled() && nn::WinogradFitsBackwardData(g) && nn::WinogradPaysOff(g, {})) {
         wino_.SetFilterForBackwardData(g, f);
         wino_.BackwardData(g, dy, dx->data<float>(), WinogradThreads(g));
         return df != nullptr ? conv_.BackwardWeights(h, g, x, dy, df->data<float>()) : Status::OK();
@@ -529,21 +529,20 @@ class FusedConvKernel final : public OpKernel {
     }
     T* y = out.data<T>();
     if constexpr (std::is_same_v<T, float>) {
-      if (nn::WinogradEnabled() && nn::WinogradFits(g) && (!pool || nn::WinogradPoolFits(g, *pool))) {
+      const nn::ActivationLayout in_layout{blocked_in_ ? nn::ActivationBlockChannels() : 0};
+      const nn::ActivationLayout out_layout{blocked_out_ ? nn::ActivationBlockChannels() : 0};
+      const nn::WinogradEpilogue epilogue{.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr};
+      if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) && (!pool || nn::WinogradPoolFits(g, *pool))) {
         if (!unchanged || !wino_ready_) wino_.SetFilter(g, filter);
         wino_ready_ = true;
-        const nn::ActivationLayout blocked{nn::ActivationBlockChannels()};
-        wino_.Forward(g, x, blocked_in_ ? blocked : nn::ActivationLayout{}, y,
-                      blocked_out_ ? blocked : nn::ActivationLayout{}, {.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr},
-                      WinogradThreads(g));
+        wino_.Forward(g, x, in_layout, y, out_layout, epilogue, WinogradThreads(g));
         return Status::OK();
       }
       if (nn::WinogradEnabled() && nn::SmallConvFits(g) && !blocked_in_ &&
           (!pool || nn::WinogradPoolFits(g, *pool))) {
         if (!unchanged || !small_ready_) small_.SetFilter(g, filter);
         small_ready_ = true;
-        small_.Forward(g, x, y, blocked_out_ ? nn::ActivationLayout{nn::ActivationBlockChannels()} : nn::ActivationLayout{},
-                       {.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr}, WinogradThreads(g));
+        small_.Forward(g, x, y, out_layout, epilogue, WinogradThreads(g));
         return Status::OK();
       }
       return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter, y, bias, relu_,

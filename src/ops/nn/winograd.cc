@@ -74,6 +74,10 @@ bool WinogradEnabled() {
 
 bool WinogradFits(const ConvGeometry& g) { return FitsCommon(g); }
 
+bool WinogradPaysOff(const ConvGeometry& g, ActivationLayout input) {
+  return FitsCommon(g) && (input.block != 0 || std::min(g.c, g.o) >= kWinogradPlainMinChannels);
+}
+
 bool WinogradFitsBackwardData(const ConvGeometry& g) {
   if (!FitsCommon(g)) return false;
   // dx has g.w.in's size: the backward convolution must cover it exactly (the forward one may drop

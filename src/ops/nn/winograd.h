@@ -40,6 +40,12 @@ bool WinogradFits(const ConvGeometry& g);
 bool WinogradFitsBackwardData(const ConvGeometry& g);
 /// Below this many input or output channels the transforms cost more than the multiplies saved.
 inline constexpr int64_t kWinogradMinChannels = 8;
+/// The same for a plain NCHW input (copied to 8-channel groups first) and output (written a
+/// channel at a time): measured, ResNet-20's 16-channel convolutions ran slower than oneDNN's
+/// direct kernels, its 32- and 64-channel ones faster.
+inline constexpr int64_t kWinogradPlainMinChannels = 32;
+/// WinogradFits, with kWinogradPlainMinChannels when the input is plain NCHW.
+bool WinogradPaysOff(const ConvGeometry& g, ActivationLayout input);
 
 /// What a forward call does after the convolution, per output element.
 struct WinogradEpilogue {
