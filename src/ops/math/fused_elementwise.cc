@@ -43,6 +43,54 @@ inline T ApplyBinary(Binary b, T x, T y) {
   return x;
 }
 
+/// One chunk of the op with the functors fixed at compile time: the per-element switch folds away,
+/// so the loop vectorises (ResNet-20's add + relu ran ~3x slower with the switch inside).
+template <class T, Unary U, Binary B, bool kOutside, bool kMid>
+void FusedLoop(const T* x, const T* y, T* out, T* mid, T scale, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < begin + n; ++i) {
+    const T inner = kOutside ? ApplyBinary(B, x[i], y[i]) : ApplyUnary(U, y[i], scale);
+    out[i] = kOutside ? ApplyUnary(U, inner, scale) : ApplyBinary(B, x[i], inner);
+    if constexpr (kMid) mid[i] = inner;
+  }
+}
+
+template <class T>
+using FusedLoopFn = void (*)(const T*, const T*, T*, T*, T, int64_t, int64_t);
+
+template <class T, Unary U, Binary B>
+FusedLoopFn<T> PickLoop(bool outside, bool mid) {
+  if (outside) return mid ? FusedLoop<T, U, B, true, true> : FusedLoop<T, U, B, true, false>;
+  return mid ? FusedLoop<T, U, B, false, true> : FusedLoop<T, U, B, false, false>;
+}
+
+template <class T, Unary U>
+FusedLoopFn<T> PickLoop(Binary b, bool outside, bool mid) {
+  switch (b) {
+    case Binary::kAdd:
+      return PickLoop<T, U, Binary::kAdd>(outside, mid);
+    case Binary::kSub:
+      return PickLoop<T, U, Binary::kSub>(outside, mid);
+    case Binary::kMul:
+      break;
+  }
+  return PickLoop<T, U, Binary::kMul>(outside, mid);
+}
+
+template <class T>
+FusedLoopFn<T> PickLoop(const FusedFunctors& f, bool mid) {
+  switch (f.unary) {
+    case Unary::kRelu:
+      return PickLoop<T, Unary::kRelu>(f.binary, f.unary_outside, mid);
+    case Unary::kTanh:
+      return PickLoop<T, Unary::kTanh>(f.binary, f.unary_outside, mid);
+    case Unary::kSigmoid:
+      return PickLoop<T, Unary::kSigmoid>(f.binary, f.unary_outside, mid);
+    case Unary::kScale:
+      break;
+  }
+  return PickLoop<T, Unary::kScale>(f.binary, f.unary_outside, mid);
+}
+
 Status InferFusedElementwise(InferShapeContext& ctx) {
   PC_RETURN_IF_ERROR(DecodeFunctors(ctx.attrs()).status());
   const Dims x = ctx.InputDims(kX), y = ctx.InputDims(kY);
@@ -70,15 +118,9 @@ class FusedElementwiseKernel final : public OpKernel {
     T* out = ctx.Out(kOut).data<T>();
     Tensor* mid = ctx.OutOpt(kIntermediateOut);
     T* m = mid != nullptr && mid->numel() > 0 ? mid->data<T>() : nullptr;
-    const FusedFunctors f = f_;
-    const T scale = static_cast<T>(f.scale);
-    ParallelChunks(ctx.In(kX).numel(), [&](int64_t b, int64_t n) {
-      for (int64_t i = b; i < b + n; ++i) {
-        const T inner = f.unary_outside ? ApplyBinary(f.binary, x[i], y[i]) : ApplyUnary(f.unary, y[i], scale);
-        out[i] = f.unary_outside ? ApplyUnary(f.unary, inner, scale) : ApplyBinary(f.binary, x[i], inner);
-        if (m != nullptr) m[i] = inner;
-      }
-    });
+    const T scale = static_cast<T>(f_.scale);
+    const FusedLoopFn<T> loop = PickLoop<T>(f_, m != nullptr);
+    ParallelChunks(ctx.In(kX).numel(), [&](int64_t b, int64_t n) { loop(x, y, out, m, scale, b, n); });
     return Status::OK();
   }
 
