@@ -262,12 +262,15 @@ class ConvGradKernel final : public OpKernel {
     }
     if constexpr (std::is_same_v<T, float>) {
       runtime::OneDnnHandles& h = ctx.device_as<runtime::CpuContext>().onednn();
-      if (dx != nullptr && nn::WinogradEnabled() && nn::WinogradFitsBackwardData(g) && nn::WinogradPaysOff(g, {})) {
+      const bool winograd = nn::WinogradEnabled() && nn::WinogradPaysOff(g, {});
+      const bool wino_dx = dx != nullptr && winograd && nn::WinogradFitsBackwardData(g);
+      if (wino_dx) {
         wino_.SetFilterForBackwardData(g, f);
         wino_.BackwardData(g, dy, dx->data<float>(), WinogradThreads(g));
-        return df != nullptr ? conv_.BackwardWeights(h, g, x, dy, df->data<float>()) : Status::OK();
       }
-      return conv_.Backward(h, g, x, f, dy, dx ? dx->data<float>() : nullptr, df ? df->data<float>() : nullptr);
+      if (df != nullptr && winograd) nn::WinogradBackwardWeights(g, x, dy, df->data<float>(), WinogradThreads(g));
+      return conv_.Backward(h, g, x, f, dy, dx != nullptr && !wino_dx ? dx->data<float>() : nullptr,
+                            df != nullptr && !winograd ? df->data<float>() : nullptr);
     } else {
       if (dx) DirectBackwardData(g, f, dy, dx->data<T>());
       if (df) DirectBackwardWeights(g, x, dy, df->data<T>());

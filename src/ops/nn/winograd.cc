@@ -156,9 +156,9 @@ struct LaneView {
   }
 };
 
-/// V[xi] row `row`, channels c0..c0+7 = (B' d B)[xi] of the 4x4 patch at (h0, w0), zero outside.
-inline void InputTile(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
-                      float* v, int64_t xi_stride) {
+/// v = (B' d B) of the 4x4 patch at (h0, w0), channels c0..c0+7, zero outside the image.
+inline void PatchTransform(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0,
+                           bool inside, __m256 v[16]) {
   __m256 d[16];
   const int64_t row = in.w * in.block;
   if (inside) {
@@ -182,11 +182,41 @@ inline void InputTile(const float* x, const LaneView& in, int64_t n, int64_t c0,
   }
   for (int i = 0; i < 4; ++i) {  // (B' d) B
     const __m256* r = t + 4 * i;
-    _mm256_storeu_ps(v + (4 * i + 0) * xi_stride, _mm256_sub_ps(r[0], r[2]));
-    _mm256_storeu_ps(v + (4 * i + 1) * xi_stride, _mm256_add_ps(r[1], r[2]));
-    _mm256_storeu_ps(v + (4 * i + 2) * xi_stride, _mm256_sub_ps(r[2], r[1]));
-    _mm256_storeu_ps(v + (4 * i + 3) * xi_stride, _mm256_sub_ps(r[1], r[3]));
+    v[4 * i + 0] = _mm256_sub_ps(r[0], r[2]);
+    v[4 * i + 1] = _mm256_add_ps(r[1], r[2]);
+    v[4 * i + 2] = _mm256_sub_ps(r[2], r[1]);
+    v[4 * i + 3] = _mm256_sub_ps(r[1], r[3]);
   }
+}
+
+/// V[xi] at v + xi * xi_stride, channels c0..c0+7, for the patch at (h0, w0).
+inline void InputTile(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
+                      float* v, int64_t xi_stride) {
+  __m256 r[16];
+  PatchTransform(x, in, n, c0, h0, w0, inside, r);
+  for (int xi = 0; xi < 16; ++xi) _mm256_storeu_ps(v + xi * xi_stride, r[xi]);
+}
+
+/// `x` (NCHW, `c` channels of h x w, n images) as 8-channel groups: `x` itself when `layout` is
+/// blocked, else a copy in nChw8c (channels padded to a multiple of 8 with zeros) in `copy`.
+const float* AsLanes(const float* x, ActivationLayout layout, int64_t n, int64_t c, int64_t h, int64_t w, int team,
+                     std::vector<float>& copy, LaneView& view) {
+  const int64_t c8 = RoundUp(c, kLanes);
+  view = {c8, h, w, layout.block};
+  if (layout.block != 0) return x;
+  view.block = kLanes;
+  copy.resize(n * c8 * h * w);
+  const int64_t hw = h * w, groups = n * (c8 / kLanes);
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const int64_t img = gi / (c8 / kLanes), c0 = gi % (c8 / kLanes) * kLanes;
+    float* dst = copy.data() + gi * hw * kLanes;
+    for (int l = 0; l < kLanes; ++l) {
+      const float* src = c0 + l < c ? x + (img * c + c0 + l) * hw : nullptr;
+      for (int64_t p = 0; p < hw; ++p) dst[p * kLanes + l] = src != nullptr ? src[p] : 0.0f;
+    }
+  }
+  return copy.data();
 }
 
 /// The tile's 2x2 outputs for channels k0..k0+7: A' m A + bias, then the relu.
@@ -221,25 +251,9 @@ void WinogradConv::Run(const Shape& s, const float* x, ActivationLayout xl, floa
   if (e.bias != nullptr) std::copy(e.bias, e.bias + K, bias.begin());
   const int team = static_cast<int>(std::min<int64_t>(std::max(threads, 1), blocks));
 
-  // The input as groups of 8 channels: a plain NCHW input is first copied to nChw8c (channels padded
-  // to a multiple of 8 with zeros), one pass over it.
-  LaneView in{C8, s.h, s.w, xl.block};
-  std::vector<float>& blocked = reorder_;
-  if (xl.block == 0) {
-    in.block = kLanes;
-    blocked.resize(s.n * C8 * s.h * s.w);
-    const int64_t hw = s.h * s.w, groups = s.n * (C8 / kLanes);
-#pragma omp parallel for num_threads(team) schedule(static)
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      const int64_t n = gi / (C8 / kLanes), c0 = gi % (C8 / kLanes) * kLanes;
-      float* dst = blocked.data() + gi * hw * kLanes;
-      for (int l = 0; l < kLanes; ++l) {
-        const float* src = c0 + l < s.c ? x + (n * s.c + c0 + l) * hw : nullptr;
-        for (int64_t p = 0; p < hw; ++p) dst[p * kLanes + l] = src != nullptr ? src[p] : 0.0f;
-      }
-    }
-    x = blocked.data();
-  }
+  // The input as groups of 8 channels: a plain NCHW input is first copied to nChw8c, one pass over it.
+  LaneView in;
+  x = AsLanes(x, xl, s.n, s.c, s.h, s.w, team, reorder_, in);
 
   auto run_block = [&](int64_t block, Scratch& sc) {
     const int64_t t0 = block * per_block, nt = std::min(per_block, T - t0);
@@ -306,9 +320,112 @@ void WinogradConv::Run(const Shape& s, const float* x, ActivationLayout xl, floa
     for (int64_t b = 0; b < blocks; ++b) run_block(b, scratch);
   }
 }
+void WinogradBackwardWeights(const ConvGeometry& g, const float* x, const float* dy, float* dw, int threads) {
+  // dU[xi] (C x K) = sum over tiles of V[xi]' (C x tiles) * DY[xi] (tiles x K), with V the input
+  // transform and DY = A dy A' (A = [1 0; 1 1; 1 -1; 0 -1]) of each 2x2 tile of dy; then
+  // dw = G' dU G. V is stored transposed ([xi][c][tile]) so that the register tile walks tiles.
+  const int64_t C = g.c, K = g.o, H = g.w.in[0], W = g.w.in[1], OH = g.w.out[0], OW = g.w.out[1];
+  const int64_t pt = g.w.pad_before(0), pl = g.w.pad_before(1);
+  const int64_t C8 = RoundUp(C, kLanes), CR = RoundUp(C8, kRows), K8 = RoundUp(K, kLanes), KP = RoundUp(K, kCols);
+  const int64_t th = (OH + 1) / 2, tw = (OW + 1) / 2, T = g.n * th * tw;
+  const int64_t max_tiles = std::clamp<int64_t>(kBlockFloats / (16 * (CR + KP)), kRows, kMaxBlockTiles);
+  const int64_t blocks = std::max<int64_t>((T + max_tiles - 1) / max_tiles, std::min<int64_t>(threads, T));
+  const int64_t per_block = (T + blocks - 1) / blocks;
+  const int team = static_cast<int>(std::min<int64_t>(std::max(threads, 1), blocks));
+  thread_local std::vector<float> x_copy, dy_copy;
+  LaneView in, out;
+  x = AsLanes(x, {}, g.n, C, H, W, team, x_copy, in);
+  dy = AsLanes(dy, {}, g.n, K, OH, OW, team, dy_copy, out);
+  std::vector<std::vector<float>> partial(team, std::vector<float>(16 * CR * KP, 0.0f));
+
+  auto run_block = [&](int64_t block, Scratch& sc, float* acc) {
+    const int64_t t0 = block * per_block, nt = std::min(per_block, T - t0);
+    if (nt <= 0) return;
+    sc.v.assign(16 * CR * per_block, 0.0f);
+    sc.m.resize(16 * per_block * KP);
+    float* VT = sc.v.data();
+    float* DY = sc.m.data();
+    __m256 v[16];
+    alignas(32) float lanes[kLanes];
+    for (int64_t i = 0; i < nt; ++i) {
+      const int64_t t = t0 + i, n = t / (th * tw), ty = t / tw % th, tx = t % tw;
+      const int64_t h0 = 2 * ty - pt, w0 = 2 * tx - pl;
+      const bool inside = h0 >= 0 && w0 >= 0 && h0 + 4 <= H && w0 + 4 <= W;
+      for (int64_t c0 = 0; c0 < C8; c0 += kLanes) {
+        PatchTransform(x, in, n, c0, h0, w0, inside, v);
+        for (int xi = 0; xi < 16; ++xi) {
+          _mm256_store_ps(lanes, v[xi]);
+          for (int l = 0; l < kLanes; ++l) VT[(xi * CR + c0 + l) * per_block + i] = lanes[l];
+        }
+      }
+      const bool full = 2 * ty + 2 <= OH && 2 * tx + 2 <= OW;
+      for (int64_t k0 = 0; k0 < K8; k0 += kLanes) {
+        __m256 d[4];
+        for (int q = 0; q < 4; ++q) {
+          const int64_t h = 2 * ty + q / 2, w = 2 * tx + q % 2;
+          d[q] = full || (h < OH && w < OW) ? _mm256_loadu_ps(dy + out.At(n, k0, h, w)) : _mm256_setzero_ps();
+        }
+        // A dy: rows (d0 d1), (d0 + d2, d1 + d3), (d0 - d2, d1 - d3), (-d2, -d3); then each row (a, b)
+        // becomes (a, a + b, a - b, -b).
+        const __m256 zero = _mm256_setzero_ps();
+        const __m256 r[4][2] = {{d[0], d[1]},
+                                {_mm256_add_ps(d[0], d[2]), _mm256_add_ps(d[1], d[3])},
+                                {_mm256_sub_ps(d[0], d[2]), _mm256_sub_ps(d[1], d[3])},
+                                {_mm256_sub_ps(zero, d[2]), _mm256_sub_ps(zero, d[3])}};
+        float* dst = DY + i * KP + k0;
+        const int64_t xs = per_block * KP;
+        for (int a = 0; a < 4; ++a) {
+          _mm256_storeu_ps(dst + (4 * a + 0) * xs, r[a][0]);
+          _mm256_storeu_ps(dst + (4 * a + 1) * xs, _mm256_add_ps(r[a][0], r[a][1]));
+          _mm256_storeu_ps(dst + (4 * a + 2) * xs, _mm256_sub_ps(r[a][0], r[a][1]));
+          _mm256_storeu_ps(dst + (4 * a + 3) * xs, _mm256_sub_ps(zero, r[a][1]));
+        }
+      }
+      if (KP > K8)
+        for (int xi = 0; xi < 16; ++xi) std::fill_n(DY + (xi * per_block + i) * KP + K8, KP - K8, 0.0f);
+    }
+    for (int64_t xi = 0; xi < 16; ++xi)
+      for (int64_t c0 = 0; c0 < CR; c0 += kRows)
+        for (int64_t kp = 0; kp < KP; kp += kCols)
+          MicroTile(nt, VT + (xi * CR + c0) * per_block, per_block, DY + xi * per_block * KP + kp, KP,
+                    acc + (xi * CR + c0) * KP + kp, KP, {}, /*accumulate=*/true);
+  };
+  if (team <= 1) {
+    Scratch sc;
+    for (int64_t b = 0; b < blocks; ++b) run_block(b, sc, partial[0].data());
+  } else {
+#pragma omp parallel num_threads(team)
+    {
+      Scratch sc;
+      float* acc = partial[omp_get_thread_num()].data();
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t b = 0; b < blocks; ++b) run_block(b, sc, acc);
+    }
+  }
+  for (int i = 1; i < team; ++i)
+    for (size_t j = 0; j < partial[0].size(); ++j) partial[0][j] += partial[i][j];
+  const float* dU = partial[0].data();
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c) {
+      float u[16], t[3][4];
+      for (int xi = 0; xi < 16; ++xi) u[xi] = dU[(xi * CR + c) * KP + k];
+      for (int j = 0; j < 4; ++j) {  // G' dU
+        t[0][j] = u[j] + 0.5f * (u[4 + j] + u[8 + j]);
+        t[1][j] = 0.5f * (u[4 + j] - u[8 + j]);
+        t[2][j] = 0.5f * (u[4 + j] + u[8 + j]) + u[12 + j];
+      }
+      float* o = dw + (k * C + c) * 9;
+      for (int i = 0; i < 3; ++i) {  // (G' dU) G
+        o[3 * i + 0] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+        o[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
+        o[3 * i + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+      }
+    }
+}
 #else
 void WinogradConv::Run(const Shape&, const float*, ActivationLayout, float*, ActivationLayout, const WinogradEpilogue&,
                        int) const {}  // never called: WinogradFits is false without AVX2 and FMA
+void WinogradBackwardWeights(const ConvGeometry&, const float*, const float*, float*, int) {}  // likewise
 #endif
 
 }  // namespace paddlec::ops::nn

@@ -57,6 +57,10 @@ struct WinogradEpilogue {
 /// output sizes (each 2x2 tile is one window).
 bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p);
 
+/// dw = conv_backward_weights(x, dy) of `g` (WinogradFits): NCHW x and dy, OIHW dw, on up to
+/// `threads` threads (each sums its blocks' products, then the sums are added).
+void WinogradBackwardWeights(const ConvGeometry& g, const float* x, const float* dy, float* dw, int threads);
+
 /// One convolution's transformed filter and its runs. Not thread-safe: one instance per op instance.
 class WinogradConv {
  public:

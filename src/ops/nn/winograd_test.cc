@@ -205,6 +205,42 @@ TEST_CASE("winograd: backward data matches the transposed direct convolution") {
   }
 }
 
+/// dw[o][c][i][j] = sum over n, oh, ow of dy[n][o][oh][ow] * x[n][c][oh - pt + i][ow - pl + j], in double.
+std::vector<double> RefBackwardWeights(const ConvGeometry& g, const std::vector<float>& x, const std::vector<float>& dy) {
+  const int64_t H = g.w.in[0], W = g.w.in[1], OH = g.w.out[0], OW = g.w.out[1];
+  std::vector<double> dw(g.o * g.c * 9, 0.0);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t o = 0; o < g.o; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          for (int64_t c = 0; c < g.c; ++c)
+            for (int i = 0; i < 3; ++i)
+              for (int j = 0; j < 3; ++j) {
+                const int64_t h = oh - g.w.pad[0] + i, w = ow - g.w.pad[2] + j;
+                if (h >= 0 && h < H && w >= 0 && w < W)
+                  dw[((o * g.c + c) * 3 + i) * 3 + j] +=
+                      double(dy[((n * g.o + o) * OH + oh) * OW + ow]) * x[((n * g.c + c) * H + h) * W + w];
+              }
+  return dw;
+}
+
+TEST_CASE("winograd: backward weights match the direct sum over the batch") {
+  const Case cases[] = {{2, 16, 24, 8, 8, 1, 1, 1, 1}, {3, 9, 8, 7, 5, 1, 1, 1, 1}, {1, 12, 40, 6, 7, 0, 0, 2, 2},
+                        {4, 32, 64, 14, 14, 1, 1, 1, 1}};
+  for (const Case& k : cases)
+    for (int threads : {1, 2}) {
+      CAPTURE(k.c);
+      CAPTURE(k.o);
+      CAPTURE(threads);
+      ConvGeometry g = Geometry(k);
+      REQUIRE(WinogradFits(g));
+      auto x = Random(g.n * g.c * k.h * k.w, 9), dy = Random(g.n * g.o * g.w.out[0] * g.w.out[1], 10);
+      std::vector<float> dw(g.o * g.c * 9, -1.0f);
+      WinogradBackwardWeights(g, x.data(), dy.data(), dw.data(), threads);
+      CHECK(RelError(dw, RefBackwardWeights(g, x, dy)) < 1e-5);
+    }
+}
+
 TEST_CASE("winograd: what it does not compute") {
   ConvGeometry g = Geometry({1, 16, 16, 8, 8, 1, 1, 1, 1});
   CHECK(WinogradFits(g));
@@ -223,6 +259,12 @@ TEST_CASE("winograd: what it does not compute") {
   ConvGeometry padded = g;
   padded.w.pad[0] = 3;
   CHECK_FALSE(WinogradFits(padded));
+  // On plain NCHW tensors only from kWinogradPlainMinChannels channels; blocked ones from 8.
+  CHECK_FALSE(WinogradPaysOff(g, {}));
+  CHECK(WinogradPaysOff(g, {8}));
+  ConvGeometry wide_channels = g;
+  wide_channels.c = wide_channels.o = kWinogradPlainMinChannels;
+  CHECK(WinogradPaysOff(wide_channels, {}));
 }
 
 /// The fused pooling of `conv` (+ bias, relu): 2x2 windows, stride 2.
