@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # paddlec's benchmarks (never part of the tests). Prints median timings; quote them, not single runs.
 #   scripts/bench.sh [--device=cpu|gpu] [--quick] [--no-paddle]
-#   scripts/bench.sh --peers [--busy N] [--threads T] [--quick]
+#   scripts/bench.sh --peers [--busy N] [--threads T] [--rounds R] [--quick]
 #   scripts/bench.sh --data-parallel [--epochs N]
 # Needs a Release build in build/ (scripts/setup.sh) and hyperfine (installed by setup.sh).
 # On the CPU the single-op cases (depthwise_conv2d, LSTM) are also timed with PaddlePaddle's CPU wheel
@@ -10,8 +10,9 @@
 # --peers runs scripts/bench_peers.py instead: paddlec beside ONNX Runtime, PyTorch eager and
 # PaddlePaddle's static executor on the same networks, shapes and thread count (default 2), with
 # ratios, LeNet's peak training memory and the 5-epoch Adam MLP run; --busy N repeats the timed cases
-# beside N busy background processes and prints each tool's slowdown. The peers live in a
-# benchmark-only virtualenv created here with pip ($PADDLEC_BENCH_VENV, default
+# beside N busy background processes and prints each tool's slowdown; every figure is the median of
+# R rounds (default 3) in which each tool runs once, so that the machine's noise bursts hit all tools.
+# The peers live in a benchmark-only virtualenv created here with pip ($PADDLEC_BENCH_VENV, default
 # ~/.cache/paddlec/bench-venv); nothing in the tests uses it.
 # --data-parallel trains configs/mlp.pbtxt on Fashion-MNIST (default 5 epochs) in 1 process and as
 # 2 ranks of mpirun (--data-parallel), printing each run's accuracy, samples/s and time in allreduce,
@@ -24,6 +25,7 @@ MIN_TIME=2
 PEERS=0
 BUSY=0
 THREADS=2
+ROUNDS=3
 PADDLE=1
 DATA_PARALLEL=0
 EPOCHS=5
@@ -40,6 +42,8 @@ while [ $# -gt 0 ]; do
     --busy=*) BUSY="${1#--busy=}" ;;
     --busy) BUSY="${2:?--busy needs a count}"; shift ;;
     --threads=*) THREADS="${1#--threads=}" ;;
+    --rounds=*) ROUNDS="${1#--rounds=}" ;;
+    --rounds) ROUNDS="${2:?--rounds needs a count}"; shift ;;
     --threads) THREADS="${2:?--threads needs a count}"; shift ;;
     *) echo "error: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -54,7 +58,7 @@ if [ "$PEERS" = 1 ]; then
     "$VENV/bin/pip" install -q numpy onnx onnxruntime torch paddlepaddle
   fi
   exec "$VENV/bin/python" scripts/bench_peers.py --build "$BUILD" --threads "$THREADS" --busy "$BUSY" \
-    --min-time "$MIN_TIME"
+    --rounds "$ROUNDS" --min-time "$MIN_TIME"
 fi
 B="$BUILD/paddlec_bench"
 P="$BUILD/paddlec"
