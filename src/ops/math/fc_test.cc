@@ -1,6 +1,6 @@
 // fc against a naive double-precision fully connected layer: with and without bias and relu, a
-// batch of 1 (the serial small-GEMM path), of 64 and of sizes that fill no whole tile (the tiled path), Input flattened at in_num_col_dims, [1, N]
-// biases, unknown batch dims, and shape errors.
+// batch of 1 (the serial small-GEMM path), of 64, and of sizes that fill no whole 6 x 16 tile (the
+// tiled path), Input flattened at in_num_col_dims, [1, N] biases, unknown batch dims, and shape errors.
 #include <cmath>
 
 #include "math/math_test_util.h"

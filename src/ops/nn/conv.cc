@@ -7,7 +7,8 @@
 // F(2x2, 3x3) for 3x3 stride-1 convolutions of 8+ channels between blocked tensors and of 32+ on
 // plain NCHW ones, in all three directions (winograd.h), and a direct kernel for inputs of 1-4
 // channels (conv_direct.h); everything else on oneDNN (conv_onednn.h). PADDLEC_WINOGRAD=off keeps
-// oneDNN throughout. float64 runs direct loops, which exist for precise gradient checks. Layout choice, measured on this machine (Zen5, AVX-512; ms per call, batch 64,
+// oneDNN throughout. float64 runs direct loops, which exist for precise gradient checks.
+// oneDNN's layout choice, measured on this machine (Zen5, AVX-512; ms per call, batch 64,
 // 3x3, pad 1; "blocked" = oneDNN's own layouts including the reorders on every call; each cell is
 // 1 thread (range over 4 runs on a quiet host) / 2 threads (the one run the shared host left undisturbed)):
 //                           forward           backward-data     backward-weights
@@ -202,9 +203,11 @@ void ZeroFill(Tensor* t) {
   if (t != nullptr && t->nbytes() > 0) std::memset(t->raw_data(), 0, t->nbytes());
 }
 
-/// Threads for a Winograd run of `g` (the rule oneDNN's primitives follow, runtime/threads.h).
-int WinogradThreads(const ConvGeometry& g) {
-  return runtime::OneDnnThreads(2.0 * g.n * g.o * g.w.out[0] * g.w.out[1] * g.c * 9);
+/// Threads for one of paddlec's own convolution kernels on `g` (the rule oneDNN's primitives
+/// follow, runtime/threads.h).
+int OwnKernelThreads(const ConvGeometry& g) {
+  return runtime::OneDnnThreads(2.0 * g.n * g.o * g.w.out[0] * g.w.out[1] * g.c_per_group() * g.w.kernel[0] *
+                                g.w.kernel[1]);
 }
 
 template <class T>
@@ -224,12 +227,12 @@ class ConvKernel final : public OpKernel {
     if constexpr (std::is_same_v<T, float>) {
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, {})) {
         wino_.SetFilter(g, f);
-        wino_.Forward(g, x, {}, out.data<float>(), {}, {}, WinogradThreads(g));
+        wino_.Forward(g, x, {}, out.data<float>(), {}, {}, OwnKernelThreads(g));
         return Status::OK();
       }
       if (nn::WinogradEnabled() && nn::SmallConvFits(g)) {
         small_.SetFilter(g, f);
-        small_.Forward(g, x, out.data<float>(), {}, {}, WinogradThreads(g));
+        small_.Forward(g, x, out.data<float>(), {}, {}, OwnKernelThreads(g));
         return Status::OK();
       }
       return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, f, out.data<float>());
@@ -269,9 +272,9 @@ class ConvGradKernel final : public OpKernel {
       const bool wino_dx = dx != nullptr && winograd && nn::WinogradFitsBackwardData(g);
       if (wino_dx) {
         wino_.SetFilterForBackwardData(g, f);
-        wino_.BackwardData(g, dy, dx->data<float>(), WinogradThreads(g));
+        wino_.BackwardData(g, dy, dx->data<float>(), OwnKernelThreads(g));
       }
-      if (df != nullptr && winograd) nn::WinogradBackwardWeights(g, x, dy, df->data<float>(), WinogradThreads(g));
+      if (df != nullptr && winograd) nn::WinogradBackwardWeights(g, x, dy, df->data<float>(), OwnKernelThreads(g));
       return conv_.Backward(h, g, x, f, dy, dx != nullptr && !wino_dx ? dx->data<float>() : nullptr,
                             df != nullptr && !winograd ? df->data<float>() : nullptr);
     } else {
@@ -538,17 +541,17 @@ class FusedConvKernel final : public OpKernel {
       const nn::ActivationLayout in_layout{blocked_in_ ? nn::ActivationBlockChannels() : 0};
       const nn::ActivationLayout out_layout{blocked_out_ ? nn::ActivationBlockChannels() : 0};
       const nn::WinogradEpilogue epilogue{.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr};
+      if (!unchanged) wino_ready_ = small_ready_ = false;
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) && (!pool || nn::WinogradPoolFits(g, *pool))) {
-        if (!unchanged || !wino_ready_) wino_.SetFilter(g, filter);
+        if (!wino_ready_) wino_.SetFilter(g, filter);
         wino_ready_ = true;
-        wino_.Forward(g, x, in_layout, y, out_layout, epilogue, WinogradThreads(g));
+        wino_.Forward(g, x, in_layout, y, out_layout, epilogue, OwnKernelThreads(g));
         return Status::OK();
       }
-      if (nn::WinogradEnabled() && nn::SmallConvFits(g) && !blocked_in_ &&
-          (!pool || nn::WinogradPoolFits(g, *pool))) {
-        if (!unchanged || !small_ready_) small_.SetFilter(g, filter);
+      if (nn::WinogradEnabled() && nn::SmallConvFits(g) && !blocked_in_ && (!pool || nn::WinogradPoolFits(g, *pool))) {
+        if (!small_ready_) small_.SetFilter(g, filter);
         small_ready_ = true;
-        small_.Forward(g, x, y, out_layout, epilogue, WinogradThreads(g));
+        small_.Forward(g, x, y, out_layout, epilogue, OwnKernelThreads(g));
         return Status::OK();
       }
       return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter, y, bias, relu_,
@@ -583,7 +586,9 @@ class FusedConvKernel final : public OpKernel {
   nn::OneDnnConv conv_;
   nn::WinogradConv wino_;
   nn::SmallChannelConv small_;
-  bool wino_ready_ = false, small_ready_ = false;  // they hold the current (folded) filter
+  // Whether they hold the transform of the current (folded) filter: a change of parameters clears
+  // both, even when this call runs on oneDNN, so that a later call on them transforms it again.
+  bool wino_ready_ = false, small_ready_ = false;
 };
 
 }  // namespace

@@ -69,7 +69,7 @@ void FourPixels(const float* x, int64_t c_stride, int64_t row_stride, int64_t ch
 
 using FourPixelsFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, __m256,
                               bool, float*);
-constexpr FourPixelsFn kFourPixels[] = {nullptr,        FourPixels<1>, FourPixels<2>, FourPixels<3>,
+constexpr FourPixelsFn kFourPixels[] = {nullptr,       FourPixels<1>, FourPixels<2>, FourPixels<3>,
                                         FourPixels<4>, FourPixels<5>, FourPixels<6>, FourPixels<7>};
 
 }  // namespace
@@ -102,7 +102,8 @@ void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, 
         const int64_t h = r - pt;
         if (h < 0 || h >= H) continue;
         const int64_t c0 = std::max<int64_t>(0, pl), c1 = std::min(PW, W + pl);  // padded columns inside x
-        if (c1 > c0) std::copy_n(x + ((n * C + c) * H + h) * W + c0 - pl, c1 - c0, buf.image.data() + (c * PH + r) * PW + c0);
+        if (c1 > c0)
+          std::copy_n(x + ((n * C + c) * H + h) * W + c0 - pl, c1 - c0, buf.image.data() + (c * PH + r) * PW + c0);
       }
     buf.rows.resize(2 * OW4 * 8);
     auto conv_row = [&](int64_t oh, float* out) {

@@ -1,23 +1,23 @@
-// Winograd F(2x2, 3x3) convolution (winograd.h). Transform matrices (Lavin & Gray's F(2x2, 3x3)):
+// Winograd F(2x2, 3x3) convolution (winograd.h), with the transform matrices
 //   B' = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
 //   A' = [1 1 1 0; 0 1 -1 -1].
 #include "nn/winograd.h"
 
 #include <omp.h>
 
-#include "common/microkernel.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 
+#include "common/microkernel.h"
+
 namespace paddlec::ops::nn {
 namespace {
 
-constexpr int kRows = 6;    // tiles per GEMM micro-tile (rows of the transformed input): kTileRows
-constexpr int kCols = 16;   // output channels per micro-tile (two AVX2 registers): kTileCols
-constexpr int kLanes = 8;   // channels transformed together (one AVX2 register)
+constexpr int kRows = 6;   // tiles per GEMM micro-tile (rows of the transformed input): kTileRows
+constexpr int kCols = 16;  // output channels per micro-tile (two AVX2 registers): kTileCols
+constexpr int kLanes = 8;  // channels transformed together (one AVX2 register)
 // Floats of one block's transformed input and products: about half of a 512 KB L2, the filter's
 // transform taking most of the rest for 64 x 64 channels.
 constexpr int64_t kBlockFloats = 64 * 1024;
@@ -105,7 +105,8 @@ struct WinogradConv::Shape {
 };
 
 void WinogradConv::SetFilter(const ConvGeometry& g, const float* w) {
-  Transform(g.c, g.o, [&](int64_t k, int64_t c, float f[9]) { std::copy(w + (k * g.c + c) * 9, w + (k * g.c + c + 1) * 9, f); });
+  Transform(g.c, g.o,
+            [&](int64_t k, int64_t c, float f[9]) { std::copy(w + (k * g.c + c) * 9, w + (k * g.c + c + 1) * 9, f); });
 }
 
 void WinogradConv::SetFilterForBackwardData(const ConvGeometry& g, const float* w) {
@@ -134,8 +135,8 @@ void WinogradConv::Transform(int64_t in, int64_t out, F&& filter) {
 
 void WinogradConv::Forward(const ConvGeometry& g, const float* x, ActivationLayout x_layout, float* y,
                            ActivationLayout y_layout, const WinogradEpilogue& e, int threads) const {
-  Run({g.n, g.c, g.o, g.w.in[0], g.w.in[1], g.w.out[0], g.w.out[1], g.w.pad_before(0), g.w.pad_before(1)}, x,
-      x_layout, y, y_layout, e, threads);
+  Run({g.n, g.c, g.o, g.w.in[0], g.w.in[1], g.w.out[0], g.w.out[1], g.w.pad_before(0), g.w.pad_before(1)}, x, x_layout,
+      y, y_layout, e, threads);
 }
 
 void WinogradConv::BackwardData(const ConvGeometry& g, const float* dy, float* dx, int threads) const {

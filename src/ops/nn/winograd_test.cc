@@ -5,7 +5,6 @@
 #include "nn/winograd.h"
 
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -206,7 +205,8 @@ TEST_CASE("winograd: backward data matches the transposed direct convolution") {
 }
 
 /// dw[o][c][i][j] = sum over n, oh, ow of dy[n][o][oh][ow] * x[n][c][oh - pt + i][ow - pl + j], in double.
-std::vector<double> RefBackwardWeights(const ConvGeometry& g, const std::vector<float>& x, const std::vector<float>& dy) {
+std::vector<double> RefBackwardWeights(const ConvGeometry& g, const std::vector<float>& x,
+                                       const std::vector<float>& dy) {
   const int64_t H = g.w.in[0], W = g.w.in[1], OH = g.w.out[0], OW = g.w.out[1];
   std::vector<double> dw(g.o * g.c * 9, 0.0);
   for (int64_t n = 0; n < g.n; ++n)
@@ -225,7 +225,9 @@ std::vector<double> RefBackwardWeights(const ConvGeometry& g, const std::vector<
 }
 
 TEST_CASE("winograd: backward weights match the direct sum over the batch") {
-  const Case cases[] = {{2, 16, 24, 8, 8, 1, 1, 1, 1}, {3, 9, 8, 7, 5, 1, 1, 1, 1}, {1, 12, 40, 6, 7, 0, 0, 2, 2},
+  const Case cases[] = {{2, 16, 24, 8, 8, 1, 1, 1, 1},
+                        {3, 9, 8, 7, 5, 1, 1, 1, 1},
+                        {1, 12, 40, 6, 7, 0, 0, 2, 2},
                         {4, 32, 64, 14, 14, 1, 1, 1, 1}};
   for (const Case& k : cases)
     for (int threads : {1, 2}) {
@@ -296,9 +298,8 @@ ConvPool Pool2x2(const ConvGeometry& g, bool max) {
 
 TEST_CASE("small-channel direct convolution: kernel sizes, paddings, bias, relu, poolings and layouts") {
   const Case cases[] = {
-      {3, 1, 32, 28, 28, 1, 1, 1, 1},          {2, 3, 16, 9, 13, 0, 0, 0, 0},
-      {1, 4, 12, 8, 10, 2, 1, 0, 3, 5, 5},     {2, 2, 8, 7, 7, 3, 3, 3, 3, 7, 7},
-      {1, 1, 9, 6, 6, 0, 0, 1, 1, 1, 3},
+      {3, 1, 32, 28, 28, 1, 1, 1, 1},    {2, 3, 16, 9, 13, 0, 0, 0, 0},     {1, 4, 12, 8, 10, 2, 1, 0, 3, 5, 5},
+      {2, 2, 8, 7, 7, 3, 3, 3, 3, 7, 7}, {1, 1, 9, 6, 6, 0, 0, 1, 1, 1, 3},
   };
   for (const Case& k : cases)
     for (int threads : {1, 2}) {
@@ -359,8 +360,10 @@ TEST_CASE("winograd benchmark: against oneDNN on LeNet and ResNet-20 shapes" * d
     std::sort(runs.begin(), runs.end());
     return runs[runs.size() / 2];
   };
-  const Case shapes[] = {{64, 32, 64, 14, 14, 1, 1, 1, 1}, {1, 32, 64, 14, 14, 1, 1, 1, 1},
-                         {64, 16, 16, 32, 32, 1, 1, 1, 1}, {64, 32, 32, 16, 16, 1, 1, 1, 1},
+  const Case shapes[] = {{64, 32, 64, 14, 14, 1, 1, 1, 1},
+                         {1, 32, 64, 14, 14, 1, 1, 1, 1},
+                         {64, 16, 16, 32, 32, 1, 1, 1, 1},
+                         {64, 32, 32, 16, 16, 1, 1, 1, 1},
                          {64, 64, 64, 8, 8, 1, 1, 1, 1}};
   for (int threads : {1, 2}) {
     runtime::CpuContext cpu(threads);
@@ -380,9 +383,10 @@ TEST_CASE("winograd benchmark: against oneDNN on LeNet and ResNet-20 shapes" * d
         wb.SetFilterForBackwardData(g, f.data());
         wb.BackwardData(g, y.data(), dx.data(), threads);
       });
-      MESSAGE(fmt::format("{} threads, n={} {}->{} {}x{}: forward oneDNN {:.3f} winograd {:.3f}; backward-data oneDNN "
-                          "{:.3f} winograd {:.3f} (filter transform included)",
-                          threads, k.n, k.c, k.o, k.h, k.w, d_fwd, w_fwd, d_bwd, w_bwd));
+      MESSAGE(
+          fmt::format("{} threads, n={} {}->{} {}x{}: forward oneDNN {:.3f} winograd {:.3f}; backward-data oneDNN "
+                      "{:.3f} winograd {:.3f} (filter transform included)",
+                      threads, k.n, k.c, k.o, k.h, k.w, d_fwd, w_fwd, d_bwd, w_bwd));
     }
   }
 }
