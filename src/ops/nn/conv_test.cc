@@ -2,13 +2,13 @@
 // convolutions written here and checksums recorded from PaddlePaddle, gradient checks, shape errors,
 // oneDNN primitive caching, and a (skipped) layout benchmark.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <ctime>
 
 #include "nn/conv_onednn.h"
 #include "paddlec/runtime/device_context.h"
 #include "paddlec/runtime/onednn.h"
+#include "testing/median_timer.h"
 #include "testing/op_tester.h"
 
 namespace paddlec::testing {
@@ -540,23 +540,7 @@ TEST_CASE("conv2d benchmark: plain vs blocked layouts on LeNet shapes" * doctest
   };
   const Shape shapes[] = {{"1->32 28x28", {.x = {64, 1, 28, 28}, .f = {32, 1, 3, 3}, .paddings = {1, 1}}},
                           {"32->64 14x14", {.x = {64, 32, 14, 14}, .f = {64, 32, 3, 3}, .paddings = {1, 1}}}};
-  auto time_ms = [](auto&& fn) {
-    for (int i = 0; i < 3; ++i) fn();
-    std::vector<double> runs;
-    for (int r = 0; r < 7; ++r) {
-      int reps = 0;
-      auto t0 = std::chrono::steady_clock::now();
-      double el = 0;
-      do {
-        fn();
-        ++reps;
-        el = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      } while (el < 100);
-      runs.push_back(el / reps);
-    }
-    std::sort(runs.begin(), runs.end());
-    return runs[runs.size() / 2];
-  };
+  auto time_ms = [](auto&& fn) { return MedianWallMs(fn); };
   for (int threads : {1, 2}) {
     runtime::CpuContext cpu(threads);
     for (const Shape& s : shapes) {

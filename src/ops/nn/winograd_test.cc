@@ -1,14 +1,13 @@
 // The CPU's own convolution kernels, Winograd F(2x2, 3x3) (winograd.h) and the few-input-channel
 // direct kernel (conv_direct.h), against a naive double-precision convolution written here: odd and
 // even sizes, every padding they accept, channel counts that fill no register, bias, relu and the
-// fused poolings, oneDNN's blocked layouts, Winograd's backward-data pass, and 1 or 2 threads.
+// fused poolings, oneDNN's blocked layouts, Winograd's backward passes, and 1 or 2 threads.
 #include "nn/winograd.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "nn/conv_direct.h"
 #include "nn/conv_onednn.h"
 #include "paddlec/runtime/device_context.h"
+#include "testing/median_timer.h"
 
 namespace paddlec::ops::nn {
 namespace {
@@ -51,45 +51,46 @@ std::vector<float> Random(int64_t n, unsigned seed) {
   return v;
 }
 
-/// y[n][o][oh][ow] = sum over c, i, j of x[n][c][oh - pt + i][ow - pl + j] * f[o][c][i][j], in double.
-std::vector<double> RefConv(const ConvGeometry& g, const std::vector<float>& x, const std::vector<float>& f) {
+/// Calls fn(y, x, f) with the flat indices of every product of the convolution g: output y[n][o][oh][ow],
+/// input x[n][c][oh - pt + i][ow - pl + j] (inside the image) and filter f[o][c][i][j].
+template <class F>
+void ForEachProduct(const ConvGeometry& g, F&& fn) {
   const int64_t H = g.w.in[0], W = g.w.in[1], OH = g.w.out[0], OW = g.w.out[1];
   const int64_t KH = g.w.kernel[0], KW = g.w.kernel[1];
-  std::vector<double> y(g.n * g.o * OH * OW, 0.0);
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t o = 0; o < g.o; ++o)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          double s = 0;
-          for (int64_t c = 0; c < g.c; ++c)
-            for (int64_t i = 0; i < KH; ++i)
-              for (int64_t j = 0; j < KW; ++j) {
-                const int64_t h = oh - g.w.pad[0] + i, w = ow - g.w.pad[2] + j;
-                if (h >= 0 && h < H && w >= 0 && w < W)
-                  s += double(x[((n * g.c + c) * H + h) * W + w]) * f[((o * g.c + c) * KH + i) * KW + j];
-              }
-          y[((n * g.o + o) * OH + oh) * OW + ow] = s;
-        }
-  return y;
-}
-
-/// dx of the convolution g: dx[n][c][h][w] = sum over o, i, j of dy[n][o][h + pt - i][w + pl - j] * f[o][c][i][j].
-std::vector<double> RefBackwardData(const ConvGeometry& g, const std::vector<float>& dy, const std::vector<float>& f) {
-  const int64_t H = g.w.in[0], W = g.w.in[1], OH = g.w.out[0], OW = g.w.out[1];
-  std::vector<double> dx(g.n * g.c * H * W, 0.0);
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t o = 0; o < g.o; ++o)
       for (int64_t oh = 0; oh < OH; ++oh)
         for (int64_t ow = 0; ow < OW; ++ow)
           for (int64_t c = 0; c < g.c; ++c)
-            for (int i = 0; i < 3; ++i)
-              for (int j = 0; j < 3; ++j) {
+            for (int64_t i = 0; i < KH; ++i)
+              for (int64_t j = 0; j < KW; ++j) {
                 const int64_t h = oh - g.w.pad[0] + i, w = ow - g.w.pad[2] + j;
                 if (h >= 0 && h < H && w >= 0 && w < W)
-                  dx[((n * g.c + c) * H + h) * W + w] +=
-                      double(dy[((n * g.o + o) * OH + oh) * OW + ow]) * f[((o * g.c + c) * 3 + i) * 3 + j];
+                  fn(((n * g.o + o) * OH + oh) * OW + ow, ((n * g.c + c) * H + h) * W + w,
+                     ((o * g.c + c) * KH + i) * KW + j);
               }
+}
+
+/// The convolution in double.
+std::vector<double> RefConv(const ConvGeometry& g, const std::vector<float>& x, const std::vector<float>& f) {
+  std::vector<double> y(g.n * g.o * g.w.out[0] * g.w.out[1], 0.0);
+  ForEachProduct(g, [&](int64_t yi, int64_t xi, int64_t fi) { y[yi] += double(x[xi]) * f[fi]; });
+  return y;
+}
+
+/// Its backward-data pass: dx = sum of dy * f over the products each input element takes part in.
+std::vector<double> RefBackwardData(const ConvGeometry& g, const std::vector<float>& dy, const std::vector<float>& f) {
+  std::vector<double> dx(g.n * g.c * g.w.in[0] * g.w.in[1], 0.0);
+  ForEachProduct(g, [&](int64_t yi, int64_t xi, int64_t fi) { dx[xi] += double(dy[yi]) * f[fi]; });
   return dx;
+}
+
+/// Its backward-weights pass: dw = sum of dy * x over the products each filter element takes part in.
+std::vector<double> RefBackwardWeights(const ConvGeometry& g, const std::vector<float>& x,
+                                       const std::vector<float>& dy) {
+  std::vector<double> dw(g.o * g.c * g.w.kernel[0] * g.w.kernel[1], 0.0);
+  ForEachProduct(g, [&](int64_t yi, int64_t xi, int64_t fi) { dw[fi] += double(dy[yi]) * x[xi]; });
+  return dw;
 }
 
 /// NCHW <-> nChw{b}c.
@@ -202,26 +203,6 @@ TEST_CASE("winograd: backward data matches the transposed direct convolution") {
     conv.BackwardData(g, dy.data(), dx.data(), 2);
     CHECK(RelError(dx, RefBackwardData(g, dy, f)) < 1e-5);
   }
-}
-
-/// dw[o][c][i][j] = sum over n, oh, ow of dy[n][o][oh][ow] * x[n][c][oh - pt + i][ow - pl + j], in double.
-std::vector<double> RefBackwardWeights(const ConvGeometry& g, const std::vector<float>& x,
-                                       const std::vector<float>& dy) {
-  const int64_t H = g.w.in[0], W = g.w.in[1], OH = g.w.out[0], OW = g.w.out[1];
-  std::vector<double> dw(g.o * g.c * 9, 0.0);
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t o = 0; o < g.o; ++o)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow)
-          for (int64_t c = 0; c < g.c; ++c)
-            for (int i = 0; i < 3; ++i)
-              for (int j = 0; j < 3; ++j) {
-                const int64_t h = oh - g.w.pad[0] + i, w = ow - g.w.pad[2] + j;
-                if (h >= 0 && h < H && w >= 0 && w < W)
-                  dw[((o * g.c + c) * 3 + i) * 3 + j] +=
-                      double(dy[((n * g.o + o) * OH + oh) * OW + ow]) * x[((n * g.c + c) * H + h) * W + w];
-              }
-  return dw;
 }
 
 TEST_CASE("winograd: backward weights match the direct sum over the batch") {
@@ -343,23 +324,7 @@ TEST_CASE("small-channel direct convolution: kernel sizes, paddings, bias, relu,
 // Milliseconds per call against oneDNN's direct kernels (median of 7 runs of >= 100 ms; figures, not
 // assertions): ./build/ops_test -tc='winograd benchmark*' --no-skip
 TEST_CASE("winograd benchmark: against oneDNN on LeNet and ResNet-20 shapes" * doctest::skip()) {
-  auto time_ms = [](auto&& fn) {
-    for (int i = 0; i < 3; ++i) fn();
-    std::vector<double> runs;
-    for (int r = 0; r < 7; ++r) {
-      int reps = 0;
-      double el = 0;
-      auto t0 = std::chrono::steady_clock::now();
-      do {
-        fn();
-        ++reps;
-        el = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      } while (el < 100);
-      runs.push_back(el / reps);
-    }
-    std::sort(runs.begin(), runs.end());
-    return runs[runs.size() / 2];
-  };
+  auto time_ms = [](auto&& fn) { return testing::MedianWallMs(fn); };
   const Case shapes[] = {{64, 32, 64, 14, 14, 1, 1, 1, 1},
                          {1, 32, 64, 14, 14, 1, 1, 1, 1},
                          {64, 16, 16, 32, 32, 1, 1, 1, 1},
