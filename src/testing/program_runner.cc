@@ -46,7 +46,8 @@ StatusOr<std::map<std::string, Tensor>> RunModule(ir::Module& module, const std:
                         exec::Executor::Create(options.place, {.num_threads = options.threads, .seed = options.seed}));
     runtime::Scope scope;
     for (const auto& [name, t] : feeds) PC_RETURN_IF_ERROR(exec->device().CopyFromHost(t, scope.Var(name).tensor()));
-    PC_ASSIGN_OR_RETURN(auto plan, exec->Prepare(module.main().global_block(), scope, {.start_step = options.start_step}));
+    PC_ASSIGN_OR_RETURN(auto plan,
+                        exec->Prepare(module.main().global_block(), scope, {.start_step = options.start_step}));
     PC_RETURN_IF_ERROR(plan->Run());
     for (const auto& name : fetch) {
       runtime::Variable* v = scope.FindLocal(name);
@@ -117,13 +118,19 @@ Status StepRunner::Start(const std::map<std::string, Tensor>& feeds, RunOptions 
   for (const auto& [slot, var] : outputs_) ops::AddOutput(op, slot, {var});
   for (const auto& a : attrs_) *op.add_attrs() = a;
   PC_ASSIGN_OR_RETURN(module_, CompileOp(op, feeds));
-  PC_ASSIGN_OR_RETURN(exec_, exec::Executor::Create(options.place, {.num_threads = options.threads, .seed = options.seed}));
+  PC_ASSIGN_OR_RETURN(exec_,
+                      exec::Executor::Create(options.place, {.num_threads = options.threads, .seed = options.seed}));
   for (const auto& [name, t] : feeds) PC_RETURN_IF_ERROR(exec_->device().CopyFromHost(t, scope_.Var(name).tensor()));
-  PC_ASSIGN_OR_RETURN(plan_, exec_->Prepare(module_->main().global_block(), scope_, {.start_step = options.start_step}));
+  PC_ASSIGN_OR_RETURN(plan_,
+                      exec_->Prepare(module_->main().global_block(), scope_, {.start_step = options.start_step}));
   return Status::OK();
 }
 
 Status StepRunner::Step() { return plan_->Run(); }
+
+Status StepRunner::Set(const std::string& name, const Tensor& value) {
+  return exec_->device().CopyFromHost(value, scope_.Var(name).tensor());
+}
 
 Tensor StepRunner::Get(const std::string& name) {
   Tensor host;

@@ -66,6 +66,8 @@ class StepRunner {
   /// Compiles the op with `feeds` as the variables' first values and prepares a plan.
   Status Start(const std::map<std::string, Tensor>& feeds, RunOptions options = {});
   Status Step();
+  /// Replaces a variable's value (its shape may change) before the next Step.
+  Status Set(const std::string& name, const Tensor& value);
   /// A host copy of a variable's current value.
   Tensor Get(const std::string& name);
 

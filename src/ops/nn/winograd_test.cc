@@ -16,6 +16,7 @@
 #include "nn/conv_onednn.h"
 #include "paddlec/runtime/device_context.h"
 #include "testing/median_timer.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::ops::nn {
 namespace {
@@ -319,6 +320,37 @@ TEST_CASE("small-channel direct convolution: kernel sizes, paddings, bias, relu,
   ConvGeometry strided = Geometry({1, 1, 8, 6, 6, 1, 1, 1, 1});
   strided.w.stride[1] = 2;
   CHECK_FALSE(SmallConvFits(strided));
+}
+
+TEST_CASE("fused_conv2d_bn_act: a filter changed on a call oneDNN ran is transformed again for Winograd") {
+  // 8x8 pools 2x2 on Winograd's tiles; 9x9 cannot (odd), so that step runs on oneDNN with the new
+  // filter, and the third step, back on Winograd with that same filter, must not reuse the first
+  // step's transform.
+  const ConvGeometry g = Geometry({1, 32, 32, 8, 8, 1, 1, 1, 1});
+  REQUIRE(WinogradPaysOff(g, {}));
+  const std::vector<float> x = Random(32 * 64, 21), x9 = Random(32 * 81, 22), w1 = Random(32 * 32 * 9, 23),
+                           w2 = Random(32 * 32 * 9, 24), bias = Random(32, 25);
+  using testing::MakeTensor;
+  testing::StepRunner run(
+      "fused_conv2d_bn_act", {{"Input", "x"}, {"Filter", "w"}, {"Bias", "b"}}, {{"Output", "y"}},
+      {ops::MakeAttr("paddings", std::vector<int>{1, 1}), ops::MakeAttr("activation", std::string("relu")),
+       ops::MakeAttr("pooling_type", std::string("max")), ops::MakeAttr("pool_ksize", std::vector<int>{2, 2}),
+       ops::MakeAttr("pool_strides", std::vector<int>{2, 2}), ops::MakeAttr("pool_paddings", std::vector<int>{0, 0})});
+  REQUIRE(run.Start({{"x", MakeTensor<float>({1, 32, 8, 8}, x)},
+                     {"w", MakeTensor<float>({32, 32, 3, 3}, w1)},
+                     {"b", MakeTensor<float>({32}, bias)}},
+                    {.threads = 2})
+              .ok());
+  REQUIRE(run.Step().ok());
+  REQUIRE(run.Set("w", MakeTensor<float>({32, 32, 3, 3}, w2)).ok());
+  REQUIRE(run.Set("x", MakeTensor<float>({1, 32, 9, 9}, x9)).ok());
+  REQUIRE(run.Step().ok());
+  REQUIRE(run.Set("x", MakeTensor<float>({1, 32, 8, 8}, x)).ok());
+  REQUIRE(run.Step().ok());
+  const Tensor y = run.Get("y");
+  REQUIRE(y.numel() == 32 * 16);
+  const std::vector<float> got(y.data<float>(), y.data<float>() + y.numel());
+  CHECK(RelError(got, RefPool(g, RefConv(g, x, w2), bias, true)) < 1e-5);
 }
 
 // Milliseconds per call against oneDNN's direct kernels (median of 7 runs of >= 100 ms; figures, not
