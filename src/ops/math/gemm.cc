@@ -1,4 +1,5 @@
-// Batched matrix products: oneDNN matmul for float32, Eigen for float64.
+// Batched matrix products: float32 on TiledGemm (AVX2 register tiles) for 2-D products of 6 to 128
+// rows and oneDNN's matmul otherwise, float64 on Eigen.
 #include "math/gemm.h"
 
 #include <Eigen/Core>
@@ -24,15 +25,6 @@ constexpr int64_t kSmallRows = 4;
 /// Columns per task of SmallRowsGemm: a multiple of the vector width, and enough work per task
 /// (K * 64 multiply-adds) that the fork is paid back.
 constexpr int64_t kColumnBlock = 64;
-
-/// PADDLEC_TILED_GEMM=off sends every product TiledGemm would take to oneDNN (for comparisons).
-bool TiledGemmEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("PADDLEC_TILED_GEMM");
-    return v == nullptr || std::string_view(v) != "off";
-  }();
-  return enabled;
-}
 
 /// C [M, N] = epilogue(A [M, K] * B [K, N]) for a few rows, split by columns over the pool: each
 /// thread streams its own slice of B, always the same one, so at batch 1 the weights of an fc layer
@@ -93,6 +85,15 @@ dnnl::memory::desc MatrixDesc(const Dims& batch, int64_t rows, int64_t cols, boo
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
+/// PADDLEC_TILED_GEMM=off sends every product TiledGemm would take to oneDNN (for comparisons).
+bool TiledGemmEnabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("PADDLEC_TILED_GEMM");
+    return v == nullptr || std::string_view(v) != "off";
+  }();
+  return enabled;
+}
+
 /// Depth of one pass over a column panel: B's kKBlock x 16 block (8 KB), copied contiguous, stays
 /// in L1 while every row tile uses it. Read in place instead, its rows lie N floats apart, and with
 /// N a multiple of 512 they all fall into two of L1's 64 sets: the block would not stay.
