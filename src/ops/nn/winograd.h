@@ -7,7 +7,7 @@
 // in-channels x out-channels) and transformed back (Y = A'MA). oneDNN 2.6 has no Winograd kernel
 // below AVX-512, so on AVX2 machines this does 2.25x fewer multiplies than its direct kernels. The
 // transforms' coefficients are 0, +-1 and 1/2, so the results differ from a direct convolution by
-// float reassociation only (winograd_test.cc bounds it).
+// float rounding only (winograd_test.cc bounds it at 1e-5 of the largest value).
 //
 // The work is cut into blocks of tiles sized so that a block's transformed input and products stay
 // in the core's L2 cache; blocks are handed out one at a time to whichever thread is free (so a
@@ -29,8 +29,8 @@ struct ActivationLayout {
   int block = 0;
 };
 
-/// Whether the convolution kernels may choose Winograd: true unless the environment says
-/// PADDLEC_WINOGRAD=off (read once; for comparing against oneDNN's direct kernels).
+/// Whether the convolution kernels may choose paddlec's own kernels (Winograd, and conv_direct.h's):
+/// true unless the environment says PADDLEC_WINOGRAD=off (read once; for comparing against oneDNN).
 bool WinogradEnabled();
 /// Whether F(2x2, 3x3) computes `g` and pays off: 3x3, stride 1, no dilation, one group, padding
 /// at most 2 per side, at least kWinogradMinChannels input and output channels.
