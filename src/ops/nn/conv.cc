@@ -44,7 +44,6 @@
 #include "nn/winograd.h"
 #include "paddlec/ops/op_registry.h"
 #include "paddlec/runtime/onednn.h"
-#include "paddlec/runtime/threads.h"
 
 namespace paddlec::ops {
 namespace {
@@ -203,13 +202,6 @@ void ZeroFill(Tensor* t) {
   if (t != nullptr && t->nbytes() > 0) std::memset(t->raw_data(), 0, t->nbytes());
 }
 
-/// Threads for one of paddlec's own convolution kernels on `g` (the rule oneDNN's primitives
-/// follow, runtime/threads.h).
-int OwnKernelThreads(const ConvGeometry& g) {
-  return runtime::OneDnnThreads(2.0 * g.n * g.o * g.w.out[0] * g.w.out[1] * g.c_per_group() * g.w.kernel[0] *
-                                g.w.kernel[1]);
-}
-
 template <class T>
 class ConvKernel final : public OpKernel {
  public:
@@ -227,12 +219,12 @@ class ConvKernel final : public OpKernel {
     if constexpr (std::is_same_v<T, float>) {
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, {})) {
         wino_.SetFilter(g, f);
-        wino_.Forward(g, x, {}, out.data<float>(), {}, {}, OwnKernelThreads(g));
+        wino_.Forward(g, x, {}, out.data<float>(), {}, {}, nn::ConvThreads(g));
         return Status::OK();
       }
       if (nn::WinogradEnabled() && nn::SmallConvFits(g)) {
         small_.SetFilter(g, f);
-        small_.Forward(g, x, out.data<float>(), {}, {}, OwnKernelThreads(g));
+        small_.Forward(g, x, out.data<float>(), {}, {}, nn::ConvThreads(g));
         return Status::OK();
       }
       return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, f, out.data<float>());
@@ -272,9 +264,9 @@ class ConvGradKernel final : public OpKernel {
       const bool wino_dx = dx != nullptr && winograd && nn::WinogradFitsBackwardData(g);
       if (wino_dx) {
         wino_.SetFilterForBackwardData(g, f);
-        wino_.BackwardData(g, dy, dx->data<float>(), OwnKernelThreads(g));
+        wino_.BackwardData(g, dy, dx->data<float>(), nn::ConvThreads(g));
       }
-      if (df != nullptr && winograd) nn::WinogradBackwardWeights(g, x, dy, df->data<float>(), OwnKernelThreads(g));
+      if (df != nullptr && winograd) nn::WinogradBackwardWeights(g, x, dy, df->data<float>(), nn::ConvThreads(g));
       return conv_.Backward(h, g, x, f, dy, dx != nullptr && !wino_dx ? dx->data<float>() : nullptr,
                             df != nullptr && !winograd ? df->data<float>() : nullptr);
     } else {
@@ -545,13 +537,13 @@ class FusedConvKernel final : public OpKernel {
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) && (!pool || nn::WinogradPoolFits(g, *pool))) {
         if (!wino_ready_) wino_.SetFilter(g, filter);
         wino_ready_ = true;
-        wino_.Forward(g, x, in_layout, y, out_layout, epilogue, OwnKernelThreads(g));
+        wino_.Forward(g, x, in_layout, y, out_layout, epilogue, nn::ConvThreads(g));
         return Status::OK();
       }
       if (nn::WinogradEnabled() && nn::SmallConvFits(g) && !blocked_in_ && (!pool || nn::WinogradPoolFits(g, *pool))) {
         if (!small_ready_) small_.SetFilter(g, filter);
         small_ready_ = true;
-        small_.Forward(g, x, y, out_layout, epilogue, OwnKernelThreads(g));
+        small_.Forward(g, x, y, out_layout, epilogue, nn::ConvThreads(g));
         return Status::OK();
       }
       return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter, y, bias, relu_,

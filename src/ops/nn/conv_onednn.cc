@@ -109,14 +109,12 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const dnnl::engine& eng, con
   return pd;
 }
 
-/// The threads for a convolution (runtime::OneDnnThreads). Primitives are created and run under the
-/// same count, since oneDNN splits the work by the thread count it sees at creation.
+}  // namespace
+
 int ConvThreads(const ConvGeometry& g) {
   return runtime::OneDnnThreads(2.0 * g.n * g.o * g.w.out[0] * g.w.out[1] * g.c_per_group() * g.w.kernel[0] *
                                 g.w.kernel[1]);
 }
-
-}  // namespace
 
 int ActivationBlockChannels() {
   static const int block = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? 16 : 8;

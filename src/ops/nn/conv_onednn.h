@@ -50,6 +50,11 @@ dnnl::memory::format_tag ActivationBlockTag(int64_t channels);
 /// The block ActivationBlockTag uses on this CPU (16 or 8 channels).
 int ActivationBlockChannels();
 
+/// The threads for a convolution of `g` (runtime::OneDnnThreads of its multiply-adds), on oneDNN or
+/// paddlec's own kernels. oneDNN primitives are created and run under the same count, since oneDNN
+/// splits the work by the thread count it sees at creation.
+int ConvThreads(const ConvGeometry& g);
+
 /// float32 convolution on oneDNN. Not thread-safe: one instance per op instance.
 class OneDnnConv {
  public:

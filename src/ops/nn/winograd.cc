@@ -337,12 +337,19 @@ void WinogradBackwardWeights(const ConvGeometry& g, const float* x, const float*
   LaneView in, out;
   x = AsLanes(x, {}, g.n, C, H, W, team, x_copy, in);
   dy = AsLanes(dy, {}, g.n, K, OH, OW, team, dy_copy, out);
-  std::vector<std::vector<float>> partial(team, std::vector<float>(16 * CR * KP, 0.0f));
+  // Each thread's sums dU, kept across calls (a training step calls this once per convolution).
+  thread_local std::vector<float> sums;
+  const int64_t per_thread = 16 * CR * KP;
+  sums.assign(team * per_thread, 0.0f);
+  float* const sum = sums.data();  // the caller's: inside the parallel region `sums` names each thread's own
 
   auto run_block = [&](int64_t block, Scratch& sc, float* acc) {
     const int64_t t0 = block * per_block, nt = std::min(per_block, T - t0);
     if (nt <= 0) return;
-    sc.v.assign(16 * CR * per_block, 0.0f);
+    // Only the rows past C8 (CR is a multiple of 6) are never written below; they must read as zeros.
+    sc.v.resize(16 * CR * per_block);
+    for (int64_t xi = 0; xi < 16; ++xi)
+      std::fill(sc.v.begin() + (xi * CR + C8) * per_block, sc.v.begin() + (xi + 1) * CR * per_block, 0.0f);
     sc.m.resize(16 * per_block * KP);
     float* VT = sc.v.data();
     float* DY = sc.m.data();
@@ -393,19 +400,19 @@ void WinogradBackwardWeights(const ConvGeometry& g, const float* x, const float*
   };
   if (team <= 1) {
     Scratch sc;
-    for (int64_t b = 0; b < blocks; ++b) run_block(b, sc, partial[0].data());
+    for (int64_t b = 0; b < blocks; ++b) run_block(b, sc, sum);
   } else {
 #pragma omp parallel num_threads(team)
     {
       Scratch sc;
-      float* acc = partial[omp_get_thread_num()].data();
+      float* acc = sum + omp_get_thread_num() * per_thread;
 #pragma omp for schedule(dynamic, 1)
       for (int64_t b = 0; b < blocks; ++b) run_block(b, sc, acc);
     }
   }
   for (int i = 1; i < team; ++i)
-    for (size_t j = 0; j < partial[0].size(); ++j) partial[0][j] += partial[i][j];
-  const float* dU = partial[0].data();
+    for (int64_t j = 0; j < per_thread; ++j) sum[j] += sum[i * per_thread + j];
+  const float* dU = sum;
   for (int64_t k = 0; k < K; ++k)
     for (int64_t c = 0; c < C; ++c) {
       float u[16], t[3][4];
