@@ -261,7 +261,7 @@ class ConvGradKernel final : public OpKernel {
     if constexpr (std::is_same_v<T, float>) {
       runtime::OneDnnHandles& h = ctx.device_as<runtime::CpuContext>().onednn();
       const bool winograd = nn::WinogradEnabled() && nn::WinogradPaysOff(g, {});
-      const bool wino_dx = dx != nullptr && winograd && nn::WinogradFitsBackwardData(g);
+      const bool wino_dx = dx != nullptr && winograd;
       if (wino_dx) {
         wino_.SetFilterForBackwardData(g, f);
         wino_.BackwardData(g, dy, dx->data<float>(), nn::ConvThreads(g));

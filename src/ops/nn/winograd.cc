@@ -78,15 +78,6 @@ bool WinogradPaysOff(const ConvGeometry& g, ActivationLayout input) {
   return FitsCommon(g) && (input.block != 0 || std::min(g.c, g.o) >= kWinogradPlainMinChannels);
 }
 
-bool WinogradFitsBackwardData(const ConvGeometry& g) {
-  if (!FitsCommon(g)) return false;
-  // dx has g.w.in's size: the backward convolution must cover it exactly (the forward one may drop
-  // input rows a stride-1 window never reaches, which happens only with asymmetric sizes).
-  for (int a = 0; a < 2; ++a)
-    if (g.w.out[a] + 2 - g.w.pad_before(a) - g.w.pad_after(a) != g.w.in[a]) return false;
-  return true;
-}
-
 bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p) {
   for (int a = 0; a < 2; ++a)
     if (p.w.kernel[a] != 2 || p.w.stride[a] != 2 || p.w.dilation[a] != 1 || p.w.pad_before(a) != 0 ||

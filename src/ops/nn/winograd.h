@@ -33,11 +33,10 @@ struct ActivationLayout {
 /// true unless the environment says PADDLEC_WINOGRAD=off (read once; for comparing against oneDNN).
 bool WinogradEnabled();
 /// Whether F(2x2, 3x3) computes `g` and pays off: 3x3, stride 1, no dilation, one group, padding
-/// at most 2 per side, at least kWinogradMinChannels input and output channels.
+/// at most 2 per side, at least kWinogradMinChannels input and output channels. Such a `g` also has
+/// its backward passes computed (backward-data is a convolution of dy with the flipped filter,
+/// padded by 2 - g's padding on each side: at most 2 again, and covering dx exactly at stride 1).
 bool WinogradFits(const ConvGeometry& g);
-/// Whether it also computes g's backward-data pass (a convolution of dy with the flipped filter,
-/// padded by 2 - g's padding on each side).
-bool WinogradFitsBackwardData(const ConvGeometry& g);
 /// Below this many input or output channels the transforms cost more than the multiplies saved.
 inline constexpr int64_t kWinogradMinChannels = 8;
 /// The same for a plain NCHW input (copied to 8-channel groups first) and output (written a

@@ -196,7 +196,7 @@ TEST_CASE("winograd: backward data matches the transposed direct convolution") {
   const Case cases[] = {{2, 16, 24, 8, 8, 1, 1, 1, 1}, {1, 9, 8, 6, 5, 0, 0, 0, 0}, {3, 8, 12, 7, 7, 2, 2, 1, 1}};
   for (const Case& k : cases) {
     ConvGeometry g = Geometry(k);
-    REQUIRE(WinogradFitsBackwardData(g));
+    REQUIRE(WinogradFits(g));
     auto dy = Random(g.n * g.o * g.w.out[0] * g.w.out[1], 7), f = Random(g.o * g.c * 9, 8);
     WinogradConv conv;
     conv.SetFilterForBackwardData(g, f.data());
