@@ -6,6 +6,17 @@
 
 namespace paddlec::runtime {
 
+uint64_t Buffer::Stamp() const {
+  if (!owned()) return 0;
+  static std::atomic<uint64_t> next{1};
+  uint64_t s = stamp_.load(std::memory_order_acquire);
+  if (s != 0) return s;
+  // Stamps are unique across buffers: a kernel holding one stamp never sees it on another buffer,
+  // not even on one made later at the same address.
+  uint64_t fresh = next.fetch_add(1, std::memory_order_relaxed);
+  return stamp_.compare_exchange_strong(s, fresh, std::memory_order_acq_rel) ? fresh : s;
+}
+
 StatusOr<std::shared_ptr<Buffer>> AllocateBuffer(Allocator& alloc, size_t bytes) {
   PC_ASSIGN_OR_RETURN(void* p, alloc.Allocate(bytes));
   return std::make_shared<Buffer>(alloc.shared_from_this(), p, bytes);

@@ -45,6 +45,41 @@ TEST_CASE("Tensor buffers outlive their allocator handle and are reused when the
   t.data<float>()[0] = 1.f;  // the buffer keeps the allocator alive
 }
 
+TEST_CASE("Buffer stamps change on every write path and are unique across buffers") {
+  auto alloc = CpuCachingAllocator::Create();
+  Tensor t(DType::kFloat32, {8});
+  REQUIRE(t.Allocate(*alloc).ok());
+  const Tensor& read = t;
+  const uint64_t s0 = read.stamp();
+  CHECK(s0 != 0);
+  CHECK(read.stamp() == s0);  // reads leave it alone
+  (void)read.data<float>();
+  CHECK(read.stamp() == s0);
+
+  t.data<float>()[0] = 1.f;  // non-const access is a write
+  const uint64_t s1 = read.stamp();
+  CHECK(s1 != s0);
+  REQUIRE(t.Allocate(*alloc).ok());  // reused buffer: allocated to be written
+  const uint64_t s2 = read.stamp();
+  CHECK(s2 != s1);
+
+  Tensor alias;  // a write through an alias is a write to the buffer
+  alias.ShareBufferWith(t);
+  CHECK(alias.stamp() == s2);
+  alias.data<float>()[1] = 2.f;
+  CHECK(read.stamp() != s2);
+
+  Tensor other(DType::kFloat32, {8});
+  REQUIRE(other.Allocate(*alloc).ok());
+  CHECK(other.stamp() != read.stamp());
+  CHECK(Tensor().stamp() == 0);
+
+  float external[4] = {};
+  Tensor wrapped(DType::kFloat32, {4});
+  wrapped.set_buffer(std::make_shared<Buffer>(external, sizeof(external), Place::CPU(), nullptr));
+  CHECK(wrapped.stamp() == 0);  // its owner may write it behind our back
+}
+
 TEST_CASE("Scopes look variables up through their parents") {
   Scope root;
   root.Var("w").tensor().set_dims({3});

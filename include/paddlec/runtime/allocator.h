@@ -7,6 +7,7 @@
 // interface in the CUDA backend.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -63,12 +64,23 @@ class Buffer {
   /// False for external memory, which paddlec must never reuse for another tensor.
   bool owned() const { return alloc_ != nullptr; }
 
+  /// Content stamps let a kernel keep something derived from an input (a GEMM's packed weights)
+  /// across steps: two equal non-zero stamps of a buffer, read at two times, mean nothing wrote to
+  /// it in between. Every write path of Tensor (its non-const data access) calls Touch() first.
+  /// External memory always reads 0, "unknown": its owner may write it at any time.
+  uint64_t Stamp() const;
+  void Touch() {
+    // A read first: a buffer written by many threads' loops then stays shared in their caches.
+    if (stamp_.load(std::memory_order_relaxed) != 0) stamp_.store(0, std::memory_order_relaxed);
+  }
+
  private:
   std::shared_ptr<Allocator> alloc_;
   void* data_;
   size_t size_;
   Place place_;
   std::function<void()> release_;
+  mutable std::atomic<uint64_t> stamp_{0};  // 0 until read after a write
 };
 
 /// Size-binned free lists and the statistics of a caching allocator, shared by the host and the CUDA

@@ -75,8 +75,16 @@ class Tensor {
   const T* data() const {
     return reinterpret_cast<const T*>(raw_data());
   }
-  void* raw_data() { return buffer_ ? static_cast<char*>(buffer_->data()) + offset_ : nullptr; }
+  /// Non-const access counts as a write: it changes the buffer's content stamp.
+  void* raw_data() {
+    if (!buffer_) return nullptr;
+    buffer_->Touch();
+    return static_cast<char*>(buffer_->data()) + offset_;
+  }
   const void* raw_data() const { return buffer_ ? static_cast<const char*>(buffer_->data()) + offset_ : nullptr; }
+  /// The buffer's content stamp (Buffer::Stamp): unchanged while nothing writes this tensor's memory
+  /// (or any alias of it); 0 when unknown.
+  uint64_t stamp() const { return buffer_ ? buffer_->Stamp() : 0; }
 
   /// Makes this tensor an alias of `other`'s memory (same dtype, its own dims), as reshape does.
   void ShareBufferWith(const Tensor& other) {

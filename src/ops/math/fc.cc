@@ -48,7 +48,7 @@ class FcKernel final : public OpKernel {
     const T* b = bias != nullptr ? bias->data<T>() : nullptr;
     if constexpr (std::is_same_v<T, float>) {
       return gemm_.Run(ctx.device_as<runtime::CpuContext>(), shape_, {.bias = b != nullptr, .relu = attrs_.relu},
-                       x.data<T>(), w.data<T>(), b, out);
+                       x.data<T>(), w.data<T>(), b, out, w.stamp());
     } else {
       PC_RETURN_IF_ERROR(gemm_.Run(ctx.device_as<runtime::CpuContext>(), shape_, x.data<T>(), w.data<T>(), out));
       for (int64_t i = 0; i < shape_.m; ++i)

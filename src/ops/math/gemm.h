@@ -1,5 +1,6 @@
-// Batched matrix products for the math family: float32 on a cached oneDNN matmul primitive,
-// float64 on Eigen (oneDNN's matmul has no f64).
+// Batched matrix products for the math family: float32 on paddlec's register-tiled GEMM (2-D
+// products of 6 to 128 rows, B packed once while its contents stay the same) or a cached oneDNN
+// matmul primitive, float64 on Eigen (oneDNN's matmul has no f64).
 //
 // Operands are row-major tensors read through strides, so transposed operands cost nothing: no
 // reorders, no copies. A Gemm object belongs to one kernel instance and keeps its primitive (and
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "paddlec/core/dims.h"
 #include "paddlec/core/error.h"
@@ -49,22 +51,37 @@ class Gemm<float> {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
   /// Runs the product, (re)building the oneDNN primitive when `shape` differs from the last call's.
-  Status Run(runtime::CpuContext& cpu, const GemmShape& shape, const float* a, const float* b, float* c) {
-    return Run(cpu, shape, {}, a, b, nullptr, c);
+  Status Run(runtime::CpuContext& cpu, const GemmShape& shape, const float* a, const float* b, float* c,
+             uint64_t b_stamp = 0) {
+    return Run(cpu, shape, {}, a, b, nullptr, c, b_stamp);
   }
-  /// C = epilogue(A * B): with bias, `bias` holds N values (2-D products only).
+  /// C = epilogue(A * B): with bias, `bias` holds N values (2-D products only). `b_stamp` is B's
+  /// content stamp (Tensor::stamp), 0 when unknown: a product that sees the same non-zero stamp (and
+  /// the same B) on two calls in a row keeps B packed from then on, as an inference's weights are,
+  /// and packs it again only when the stamp changes. Training's weights change every step and keep
+  /// being read in place.
   Status Run(runtime::CpuContext& cpu, const GemmShape& shape, GemmEpilogue epilogue, const float* a, const float* b,
-             const float* bias, float* c);
+             const float* bias, float* c, uint64_t b_stamp = 0);
 
  private:
   struct Primitive;
   std::unique_ptr<Primitive> prim_;
+  struct PackedB {
+    uint64_t stamp = 0;  // B's stamp at the last call
+    const float* b = nullptr;
+    int64_t k = 0, n = 0;
+    bool ready = false;  // `data` holds that B, packed
+    std::vector<float> data;
+  };
+  PackedB packed_;
 };
 
 template <>
 class Gemm<double> {
  public:
-  Status Run(runtime::CpuContext& cpu, const GemmShape& shape, const double* a, const double* b, double* c);
+  /// `b_stamp` is accepted for symmetry with Gemm<float> and not used: nothing is packed.
+  Status Run(runtime::CpuContext& cpu, const GemmShape& shape, const double* a, const double* b, double* c,
+             uint64_t b_stamp = 0);
 };
 
 }  // namespace paddlec::ops::math

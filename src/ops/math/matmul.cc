@@ -49,7 +49,7 @@ class MulKernel final : public OpKernel {
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
-    return gemm_.Run(Cpu(ctx), shape_, x.data<T>(), y.data<T>(), ctx.Out(kOut).data<T>());
+    return gemm_.Run(Cpu(ctx), shape_, x.data<T>(), y.data<T>(), ctx.Out(kOut).data<T>(), y.stamp());
   }
 
  private:
@@ -114,7 +114,7 @@ class MatmulV2Kernel final : public OpKernel {
       x_dims_ = x.dims();
       y_dims_ = y.dims();
     }
-    return gemm_.Run(Cpu(ctx), shape_, x.data<T>(), y.data<T>(), ctx.Out(kOut).data<T>());
+    return gemm_.Run(Cpu(ctx), shape_, x.data<T>(), y.data<T>(), ctx.Out(kOut).data<T>(), y.stamp());
   }
 
  private:
