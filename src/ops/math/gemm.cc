@@ -1,5 +1,5 @@
-// Batched matrix products: float32 on TiledGemm (AVX2 register tiles) for 2-D products of 6 to 128
-// rows and oneDNN's matmul otherwise, float64 on Eigen.
+// Batched matrix products: float32 on TiledGemm (AVX2 register tiles) for 2-D products of at least
+// 6 x 16 and oneDNN's matmul otherwise, float64 on Eigen.
 #include "math/gemm.h"
 
 #include <Eigen/Core>
@@ -99,94 +99,153 @@ bool TiledGemmEnabled() {
 /// N a multiple of 512 they all fall into two of L1's 64 sets: the block would not stay.
 constexpr int64_t kKBlock = 128;
 
-/// Rows above which oneDNN's matmul (which packs both operands) beats TiledGemm: MLP training at
-/// batch 512, one thread, 3 alternating runs: 17.7-19.8 ms with the batch-512 products on oneDNN,
-/// 19.9-22.9 with them tiled.
+/// Rows above which B is packed whole before the product even when it changes at every call (a
+/// training step's weights): below, copying 128-row blocks of B as the panels need them measured
+/// faster.
 constexpr int64_t kTiledMaxRows = 128;
 
-/// Whether TiledGemm computes `s`: one 2-D untransposed product of at least one full 6 x 16 tile
-/// and at most kTiledMaxRows rows.
-bool TiledGemmFits(const GemmShape& s) {
-  return s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b && s.m >= kTileRows && s.m <= kTiledMaxRows &&
-         s.n >= kTileCols;
-}
-
-/// Depth of one pass over a column panel of B packed once (PackB): the panel is contiguous, so the
+/// Depth of one pass over a column panel of packed B (PackB): the panel is contiguous, so the
 /// hardware prefetcher streams it and 1024 x 16 floats (64 KB) stay in L2. MLP inference's first
 /// layer (64 x 784 x 512), 2 threads, best of 15: 0.29-0.31 ms with the whole depth in one pass,
 /// 0.35-0.39 in passes of 256 rows, 0.35-0.41 with each panel copied from B at every call.
 constexpr int64_t kPackedKBlock = 1024;
 
-/// Largest B kept packed, in floats (16 MB): the copy doubles the weights' memory, and a B this
-/// large at 128 rows or fewer is read at memory speed anyway.
+/// Largest B packed, in floats (16 MB): a copy kept between calls doubles the weights' memory, and
+/// a B this large is read at memory speed anyway.
 constexpr int64_t kMaxPackedB = int64_t{4} << 20;
+
+/// Deepest product on the packed path: a task's block of A (rows x depth) must stay in L2 while its
+/// panels of B stream by (kRowBlockFloats), and past this depth it would hold a single row tile.
+constexpr int64_t kMaxPackedDepth = 4096;
+
+/// Most panels of packed B one task computes.
+constexpr int64_t kMaxPanelGroup = 4;
+
+/// Floats of A one task keeps in L2 (192 KB of a Zen 3 core's 512 KB).
+constexpr int64_t kRowBlockFloats = int64_t{48} << 10;
 
 /// Column panels of TiledGemm: 16 columns each, the last one overlapping the one before when N is
 /// not a multiple of 16.
 int64_t Panels(int64_t n) { return (n + kTileCols - 1) / kTileCols; }
 int64_t PanelStart(int64_t p, int64_t n) { return std::min(p * kTileCols, n - kTileCols); }
+int64_t PackedSize(const GemmShape& s) { return s.k * Panels(s.n) * kTileCols; }
 
-/// B [K, N] as TiledGemm's panels, one after the other: panel p holds rows 0..K-1 of B's columns
-/// PanelStart(p).. +16, 16 floats a row.
-void PackB(int64_t k, int64_t n, const float* b, float* packed, int threads) {
-  const int64_t panels = Panels(n);
-#pragma omp parallel for num_threads(static_cast<int>(std::min<int64_t>(threads, panels))) schedule(static)
-  for (int64_t p = 0; p < panels; ++p) {
-    float* dst = packed + p * k * kTileCols;
-    const float* src = b + PanelStart(p, n);
-    for (int64_t q = 0; q < k; ++q) std::copy_n(src + q * n, kTileCols, dst + q * kTileCols);
+/// Whether TiledGemm computes `s` with B copied 128 rows at a time as panels need it: one 2-D
+/// untransposed product of 6 to kTiledMaxRows rows and at least 16 columns.
+bool CopiedFits(const GemmShape& s) {
+  return s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b && s.m >= kTileRows && s.m <= kTiledMaxRows &&
+         s.n >= kTileCols;
+}
+/// Whether TiledGemm computes `s` from a packed B (PackB): one 2-D untransposed product of at least
+/// one whole 6 x 16 tile, at most kMaxPackedDepth deep. Transposed operands stay on oneDNN: packed
+/// the same way, they measured slower than its matmul in 7 of the 9 transposed products of MLP (batch
+/// 64 and 512) and LeNet training.
+bool PackedFits(const GemmShape& s) {
+  return s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b && s.m >= kTileRows && s.n >= kTileCols &&
+         s.k <= kMaxPackedDepth && PackedSize(s) <= kMaxPackedB;
+}
+
+/// Packs rows [q0, q1) of an untransposed B [K, N] into every panel of `packed` (panel p holds rows
+/// 0..K-1 of columns PanelStart(p)..+16, 16 floats a row). B is read row by row, in order: read a
+/// panel at a time instead, each of its rows is a separate cache line 4 N bytes from the last, which
+/// the hardware prefetcher does not follow, and packing 784 x 512 took longer than a 64-row product.
+void PackRows(const GemmShape& s, const float* b, int64_t q0, int64_t q1, float* packed) {
+  const int64_t k = s.k, n = s.n, panels = Panels(n);
+  for (int64_t q = q0; q < q1; ++q)
+    for (int64_t p = 0; p < panels; ++p)
+      std::copy_n(b + q * n + PanelStart(p, n), kTileCols, packed + (p * k + q) * kTileCols);
+}
+
+/// Rows of B per chunk of PackRows handed to a thread.
+constexpr int64_t kPackRows = 64;
+
+/// B as TiledGemm's panels, on the calling thread, or as one thread of a team (`omp for`).
+void PackB(const GemmShape& s, const float* b, float* packed, bool in_team) {
+  if (!in_team) {
+    PackRows(s, b, 0, s.k, packed);
+    return;
   }
+  const int64_t chunks = (s.k + kPackRows - 1) / kPackRows;
+#pragma omp for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) PackRows(s, b, c * kPackRows, std::min(s.k, (c + 1) * kPackRows), packed);
 }
 
 /// C [M, N] = epilogue(A [M, K] * B [K, N]) in 6 x 16 register tiles (common/microkernel.h), A read
-/// in place. B is either `b` itself, copied kKBlock x 16 at a time, or `packed` (PackB), read as it
-/// is. A task is one 16-column panel of C, computed a block of B's rows at a time; tasks go one at a
-/// time to whichever thread is free, so a thread descheduled by another process delays only its
-/// panel. The last row and column tiles overlap the ones before (M and N need not be multiples of 6
-/// and 16) and write only their new part. MLP inference at batch 64 (784-512-256-10), 2 threads, 5
-/// alternating runs, B copied at each call: median 0.632 ms against 0.650 on oneDNN 2.6's matmul,
-/// one thread about 1.0 against 1.2 ms.
-void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, const float* packed,
+/// in place. B is either `b` itself, copied kKBlock x 16 at a time, or
+/// `packed` (PackB): given packed, or packed here first when `pack` is set (`packed` then is the
+/// room for it). A task is one 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows
+/// of C (all of them up to kTiledMaxRows, else as many 6-row tiles as keep that block of A in L2),
+/// computed a block of B's rows at a time; tasks go one at a time to whichever thread is free, so a
+/// thread descheduled by another process delays only its task. The last row and column tiles overlap the ones before (M
+/// and N need not be multiples of 6 and 16) and write only their new part. MLP inference at batch
+/// 64 (784-512-256-10), 2 threads, 5 alternating runs, B copied at each call: median 0.632 ms
+/// against 0.650 on oneDNN 2.6's matmul, one thread about 1.0 against 1.2 ms.
+void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, float* packed, bool pack,
                const float* bias, float* c, int threads) {
   const int64_t m = s.m, k = s.k, n = s.n;
   const int64_t row_tiles = (m + kTileRows - 1) / kTileRows, panels = Panels(n);
   const int64_t k_block = packed ? kPackedKBlock : kKBlock;
-  auto panel = [&](int64_t p) {
-    const int64_t j_new = p * kTileCols, j0 = PanelStart(p, n);
-    const TileEpilogue none{}, last{e.bias ? bias + j0 : nullptr, e.relu};
+  const int64_t block_tiles =
+      m <= kTiledMaxRows ? row_tiles
+                         : std::clamp<int64_t>(kRowBlockFloats / (kTileRows * std::min(k, k_block)), 1, row_tiles);
+  const int64_t row_blocks = (row_tiles + block_tiles - 1) / block_tiles;
+  // Panels per task, from packed B: a row tile is computed against each in turn, so its stores fill
+  // up to 4 x 64 bytes of each row of C in a row (one panel's 64 bytes, a row of C apart from the
+  // next, left the stores of shallow products waiting on memory), while tasks stay at least 4 per
+  // thread.
+  const int64_t group =
+      packed ? std::clamp<int64_t>(row_blocks * panels / (4 * std::max(threads, 1)), 1, kMaxPanelGroup) : 1;
+  const int64_t groups = (panels + group - 1) / group, tasks = row_blocks * groups;
+  auto task = [&](int64_t id) {
+    const int64_t rb = id / groups, p_begin = id % groups * group, p_end = std::min(panels, p_begin + group);
+    const int64_t t_begin = rb * block_tiles, t_end = std::min(row_tiles, t_begin + block_tiles);
     alignas(32) float edge[kTileRows * kTileCols];
     alignas(64) float copied[kKBlock * kTileCols];
     for (int64_t k0 = 0; k0 < k; k0 += k_block) {
       const int64_t depth = std::min(k_block, k - k0);
-      const float* block = copied;
-      if (packed) {
-        block = packed + (p * k + k0) * kTileCols;
-      } else {
+      const bool acc = k0 > 0, final = k0 + depth == k;
+      if (!packed) {  // one panel per task
+        const int64_t j0 = PanelStart(p_begin, n);
         for (int64_t q = 0; q < depth; ++q) std::copy_n(b + (k0 + q) * n + j0, kTileCols, copied + q * kTileCols);
       }
-      const TileEpilogue& te = k0 + depth == k ? last : none;
-      const bool acc = k0 > 0;
-      for (int64_t t = 0; t < row_tiles; ++t) {
+      for (int64_t t = t_begin; t < t_end; ++t) {
         const int64_t i_new = t * kTileRows, i0 = std::min(i_new, m - kTileRows);
         const float* at = a + i0 * k + k0;
-        if (i0 == i_new && j0 == j_new) {
-          MicroTile(depth, at, k, block, kTileCols, c + i0 * n + j0, n, te, acc);
-          continue;
+        for (int64_t p = p_begin; p < p_end; ++p) {
+          const int64_t j_new = p * kTileCols, j0 = PanelStart(p, n), cols_new = j0 + kTileCols - j_new;
+          const float* block = packed ? packed + (p * k + k0) * kTileCols : copied;
+          const TileEpilogue te = final ? TileEpilogue{e.bias ? bias + j0 : nullptr, e.relu} : TileEpilogue{};
+          if (i0 == i_new && j0 == j_new) {
+            MicroTile(depth, at, k, block, kTileCols, c + i0 * n + j0, n, te, acc);
+            continue;
+          }
+          // An edge tile: only its new rows and columns are this task's; the others belong to tasks
+          // that may be running, so they are neither read nor written.
+          const int64_t rows_skip = i_new - i0, cols_skip = j_new - j0;
+          if (acc) {
+            std::fill_n(edge, kTileRows * kTileCols, 0.0f);
+            for (int64_t r = rows_skip; r < kTileRows; ++r)
+              std::copy_n(c + (i0 + r) * n + j_new, cols_new, edge + r * kTileCols + cols_skip);
+          }
+          MicroTile(depth, at, k, block, kTileCols, edge, kTileCols, te, acc);
+          for (int64_t r = rows_skip; r < kTileRows; ++r)
+            std::copy_n(edge + r * kTileCols + cols_skip, cols_new, c + (i0 + r) * n + j_new);
         }
-        for (int r = 0; r < kTileRows; ++r) std::copy_n(c + (i0 + r) * n + j0, kTileCols, edge + r * kTileCols);
-        MicroTile(depth, at, k, block, kTileCols, edge, kTileCols, te, acc);
-        for (int64_t r = i_new - i0; r < kTileRows; ++r)
-          std::copy_n(edge + r * kTileCols + (j_new - j0), kTileCols - (j_new - j0), c + (i0 + r) * n + j_new);
       }
     }
   };
-  const int team = static_cast<int>(std::min<int64_t>(threads, panels));
+  const int team = static_cast<int>(std::min<int64_t>(threads, tasks));
   if (team <= 1) {
-    for (int64_t p = 0; p < panels; ++p) panel(p);
+    if (pack) PackB(s, b, packed, false);
+    for (int64_t id = 0; id < tasks; ++id) task(id);
     return;
   }
-#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
-  for (int64_t p = 0; p < panels; ++p) panel(p);
+#pragma omp parallel num_threads(team)
+  {
+    if (pack) PackB(s, b, packed, true);  // ends at the loop's barrier: every panel is whole
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t id = 0; id < tasks; ++id) task(id);
+  }
 }
 #endif
 
@@ -225,22 +284,26 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
     return Status::OK();
   }
 #if defined(__AVX2__) && defined(__FMA__)
-  if (TiledGemmFits(s) && TiledGemmEnabled()) {
+  if (TiledGemmEnabled()) {
     const int threads = runtime::OneDnnThreads(2.0 * static_cast<double>(s.m) * s.n * s.k);
     PackedB& pb = packed_;
-    const bool same = b_stamp != 0 && pb.stamp == b_stamp && pb.b == b && pb.k == s.k && pb.n == s.n;
+    const bool same = b_stamp != 0 && pb.stamp == b_stamp && pb.b == b && pb.shape == s;
     if (!same) pb.ready = false;
-    if (same && !pb.ready && s.k * Panels(s.n) * kTileCols <= kMaxPackedB) {
-      pb.data.resize(s.k * Panels(s.n) * kTileCols);
-      PackB(s.k, s.n, b, pb.data.data(), threads);
-      pb.ready = true;
-    }
     pb.stamp = b_stamp;
     pb.b = b;
-    pb.k = s.k;
-    pb.n = s.n;
-    TiledGemm(s, e, a, b, pb.ready ? pb.data.data() : nullptr, bias, c, threads);
-    return Status::OK();
+    pb.shape = s;
+    if (PackedFits(s) && (same || !CopiedFits(s))) {
+      // Packed once and kept (a B seen unchanged), or packed for this call only.
+      const bool pack = !pb.ready;
+      pb.data.resize(PackedSize(s));
+      TiledGemm(s, e, a, b, pb.data.data(), pack, bias, c, threads);
+      pb.ready = same;
+      return Status::OK();
+    }
+    if (CopiedFits(s)) {
+      TiledGemm(s, e, a, b, nullptr, false, bias, c, threads);
+      return Status::OK();
+    }
   }
 #endif
   runtime::OneDnnHandles& dnn = cpu.onednn();

@@ -1,6 +1,6 @@
 // Batched matrix products for the math family: float32 on paddlec's register-tiled GEMM (2-D
-// products of 6 to 128 rows, B packed once while its contents stay the same) or a cached oneDNN
-// matmul primitive, float64 on Eigen (oneDNN's matmul has no f64).
+// products of at least 6 x 16, B packed once while its contents stay the same) or a cached oneDNN
+// matmul primitive (batched products), float64 on Eigen (oneDNN's matmul has no f64).
 //
 // Operands are row-major tensors read through strides, so transposed operands cost nothing: no
 // reorders, no copies. A Gemm object belongs to one kernel instance and keeps its primitive (and
@@ -69,7 +69,7 @@ class Gemm<float> {
   struct PackedB {
     uint64_t stamp = 0;  // B's stamp at the last call
     const float* b = nullptr;
-    int64_t k = 0, n = 0;
+    GemmShape shape;
     bool ready = false;  // `data` holds that B, packed
     std::vector<float> data;
   };

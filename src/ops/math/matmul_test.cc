@@ -259,6 +259,36 @@ TEST_CASE("matmul_v2 gradients match central differences (transposes, vectors, b
     }
 }
 
+TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, depth blocks, transposes") {
+  // math/gemm.cc packs B whole for untransposed products of more than 128 rows: 310 rows are 52
+  // tiles, the last overlapping the one before, and 37 columns three panels, the last overlapping.
+  // 130 x 1100 x 100 has rows in 3 blocks (1100 deep keeps 8 tiles of A in L2), two passes over
+  // each panel (the second accumulates into C, edge tiles included) and its 7 panels in groups of
+  // 4 (one thread) or 2 (two threads), the last group short. The transposed variants run on oneDNN.
+  struct Shape {
+    int64_t m, k, n;
+  };
+  for (const Shape sh : {Shape{310, 70, 37}, Shape{130, 1100, 100}, Shape{6, 16, 16}, Shape{64, 200, 96}}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool tx = variant & 1, ty = variant & 2;
+      const Dims xd = tx ? Dims{sh.k, sh.m} : Dims{sh.m, sh.k}, yd = ty ? Dims{sh.n, sh.k} : Dims{sh.k, sh.n};
+      const Tensor x = RandomTensor(DType::kFloat32, xd, 31), y = RandomTensor(DType::kFloat32, yd, 32);
+      std::vector<ir::pb::OpDesc::Attr> attrs;
+      if (tx) attrs.push_back(ops::MakeAttr("trans_x", true));
+      if (ty) attrs.push_back(ops::MakeAttr("trans_y", true));
+      for (int threads : {1, 2}) {
+        CAPTURE(sh.m);
+        CAPTURE(sh.k);
+        CAPTURE(variant);
+        CAPTURE(threads);
+        auto out = RunOpNamedBySlot("matmul_v2", {{"X", x}, {"Y", y}}, attrs, {"Out"}, {.threads = threads});
+        ExpectClose(out.at("Out"), FromDoubles<float>({sh.m, sh.n}, RefMatmul(x, y, tx, ty, {sh.m, sh.n})),
+                    {static_cast<double>(sh.k) * 2e-7, 1e-5}, "matmul_v2");
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul_v2 and its gradient in float32 on two threads") {
   // A batch-broadcast product big enough for oneDNN to thread, and its gradient's batch reduction.
   Tensor x = RandomTensor(DType::kFloat32, {3, 64, 200}, 21), y = RandomTensor(DType::kFloat32, {1, 200, 96}, 22);
