@@ -70,6 +70,8 @@ class StepRunner {
   Status Set(const std::string& name, const Tensor& value);
   /// A host copy of a variable's current value.
   Tensor Get(const std::string& name);
+  /// The variable's tensor itself, for tests that change its memory behind the plan's back.
+  Tensor& Value(const std::string& name) { return scope_.Var(name).tensor(); }
 
  private:
   std::string type_;

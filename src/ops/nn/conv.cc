@@ -440,35 +440,61 @@ void PoolLoops(const ConvGeometry& g, const nn::ConvPool& p, const T* y, T* out)
 }
 
 /// The raw parameters a fused convolution last folded and reordered, kept to tell whether they
-/// changed: inference runs the same weights step after step, and comparing them (one read of each)
-/// costs far less than folding the batch norm into them and reordering them for oneDNN again.
+/// changed: inference runs the same weights step after step, and folding the batch norm into them
+/// and reordering them for oneDNN again costs far more than checking. The check compares the
+/// buffers' content stamps (runtime::Buffer::Stamp), nothing else, when every part has one; memory
+/// paddlec does not own (stamp 0, a NumPy array fed without a copy) is compared value by value with
+/// a copy kept of it, one read of each.
 template <class T>
 class ParamSnapshot {
  public:
-  /// Whether `parts` hold exactly what the last call saw; remembers them when they do not.
-  bool Same(std::initializer_list<std::pair<const T*, int64_t>> parts) {
-    int64_t total = 0;
-    for (const auto& [p, n] : parts) total += p != nullptr ? n : 0;
-    bool same = valid_ && static_cast<int64_t>(seen_.size()) == total;
-    for (int64_t at = 0; const auto& [p, n] : parts) {
-      if (p == nullptr) continue;
-      same = same && std::memcmp(seen_.data() + at, p, n * sizeof(T)) == 0;
-      at += n;
+  /// Whether `parts` (nullptr for an absent one) hold exactly what the last call saw; remembers them
+  /// when they do not.
+  bool Same(std::initializer_list<const Tensor*> parts) {
+    now_.clear();
+    bool stamped = true;
+    for (const Tensor* t : parts) {
+      now_.push_back(t ? Seen{t->data<T>(), t->numel(), t->stamp()} : Seen{});
+      stamped = stamped && (t == nullptr || now_.back().stamp != 0);
     }
-    if (same) return true;
-    seen_.resize(total);
-    for (int64_t at = 0; const auto& [p, n] : parts) {
-      if (p == nullptr) continue;
-      std::memcpy(seen_.data() + at, p, n * sizeof(T));
-      at += n;
-    }
+    const bool same_parts = valid_ && now_ == parts_;
+    std::swap(parts_, now_);  // both keep their capacity: no allocation after the first call
     valid_ = true;
+    if (stamped) {
+      values_.clear();
+      has_values_ = false;
+      return same_parts;
+    }
+    int64_t total = 0;
+    for (const Seen& p : parts_) total += p.n;
+    bool same = has_values_ && static_cast<int64_t>(values_.size()) == total;
+    for (int64_t at = 0; const Seen& p : parts_) {
+      if (p.data == nullptr) continue;
+      same = same && std::memcmp(values_.data() + at, p.data, p.n * sizeof(T)) == 0;
+      at += p.n;
+    }
+    has_values_ = true;
+    if (same) return true;
+    values_.resize(total);
+    for (int64_t at = 0; const Seen& p : parts_) {
+      if (p.data == nullptr) continue;
+      std::memcpy(values_.data() + at, p.data, p.n * sizeof(T));
+      at += p.n;
+    }
     return false;
   }
 
  private:
-  std::vector<T> seen_;
+  struct Seen {
+    const T* data = nullptr;
+    int64_t n = 0;
+    uint64_t stamp = 0;
+    friend bool operator==(const Seen&, const Seen&) = default;
+  };
+  std::vector<Seen> parts_, now_;
   bool valid_ = false;
+  std::vector<T> values_;  // without stamps: the values themselves
+  bool has_values_ = false;
 };
 
 /// conv2d followed by an inference-mode batch_norm (and relu), as one convolution: the batch-norm
@@ -503,8 +529,9 @@ class FusedConvKernel final : public OpKernel {
     const bool bn = ctx.InOpt(kFScale) != nullptr;
     const int64_t nf = ctx.In(kFilter).numel();
     auto param = [&](InSlot s) { return bn ? ctx.In(s).data<T>() : nullptr; };
-    const bool unchanged =
-        params_.Same({{f, nf}, {bias, g.o}, {param(kFScale), g.o}, {param(kFMean), g.o}, {param(kFVariance), g.o}});
+    auto part = [&](InSlot s) { return bn ? &ctx.In(s) : nullptr; };
+    const bool unchanged = params_.Same({&ctx.In(kFilter), ctx.InOpt(kFBias), part(kFScale), part(kFMean),
+                                         part(kFVariance)});
     // Without batch-norm statistics (conv + bias + act), the filter and the bias are used as they are.
     const T* filter = f;
     if (bn) {

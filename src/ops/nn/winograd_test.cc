@@ -353,6 +353,43 @@ TEST_CASE("fused_conv2d_bn_act: a filter changed on a call oneDNN ran is transfo
   CHECK(RelError(got, RefPool(g, RefConv(g, x, w2), bias, true)) < 1e-5);
 }
 
+TEST_CASE("fused_conv2d_bn_act: a filter in memory paddlec does not own is checked by its values") {
+  // Memory fed without a copy has no content stamp (runtime/allocator.h): its owner may write it at
+  // any time, so the kernel compares the filter's values with the ones it last transformed.
+  const ConvGeometry g = Geometry({1, 32, 32, 8, 8, 1, 1, 1, 1});
+  REQUIRE(WinogradPaysOff(g, {}));
+  const std::vector<float> x = Random(32 * 64, 31), w1 = Random(32 * 32 * 9, 32), w2 = Random(32 * 32 * 9, 33),
+                           bias = Random(32, 34);
+  using testing::MakeTensor;
+  testing::StepRunner run("fused_conv2d_bn_act", {{"Input", "x"}, {"Filter", "w"}, {"Bias", "b"}}, {{"Output", "y"}},
+                          {ops::MakeAttr("paddings", std::vector<int>{1, 1})});
+  REQUIRE(run.Start({{"x", MakeTensor<float>({1, 32, 8, 8}, x)},
+                     {"w", MakeTensor<float>({32, 32, 3, 3}, w1)},
+                     {"b", MakeTensor<float>({32}, bias)}},
+                    {.threads = 2})
+              .ok());
+  std::vector<float> external = w1;
+  runtime::Tensor& w = run.Value("w");
+  w.set_buffer(std::make_shared<runtime::Buffer>(external.data(), external.size() * sizeof(float), Place::CPU(),
+                                                 nullptr));
+  REQUIRE(w.stamp() == 0);
+  auto ref = [&](const std::vector<float>& f) {
+    std::vector<double> r = RefConv(g, x, f);
+    const int64_t plane = g.w.out[0] * g.w.out[1];
+    for (size_t i = 0; i < r.size(); ++i) r[i] += bias[i / plane % g.o];
+    return r;
+  };
+  auto y_now = [&] {
+    REQUIRE(run.Step().ok());
+    const Tensor y = run.Get("y");
+    return std::vector<float>(y.data<float>(), y.data<float>() + y.numel());
+  };
+  CHECK(RelError(y_now(), ref(w1)) < 1e-5);
+  CHECK(RelError(y_now(), ref(w1)) < 1e-5);
+  external = w2;  // written in place, behind the plan's back
+  CHECK(RelError(y_now(), ref(w2)) < 1e-5);
+}
+
 // Milliseconds per call against oneDNN's direct kernels (median of 7 runs of >= 100 ms; figures, not
 // assertions): ./build/ops_test -tc='winograd benchmark*' --no-skip
 TEST_CASE("winograd benchmark: against oneDNN on LeNet and ResNet-20 shapes" * doctest::skip()) {
