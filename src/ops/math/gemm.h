@@ -58,8 +58,8 @@ class Gemm<float> {
   /// C = epilogue(A * B): with bias, `bias` holds N values (2-D products only). `b_stamp` is B's
   /// content stamp (Tensor::stamp), 0 when unknown: a product that sees the same non-zero stamp (and
   /// the same B) on two calls in a row keeps B packed from then on, as an inference's weights are,
-  /// and packs it again only when the stamp changes. Training's weights change every step and keep
-  /// being read in place.
+  /// and packs it again only when the stamp changes. Training's weights change every step: they are
+  /// copied a block at a time as the product needs them, or packed whole at each call above 128 rows.
   Status Run(runtime::CpuContext& cpu, const GemmShape& shape, GemmEpilogue epilogue, const float* a, const float* b,
              const float* bias, float* c, uint64_t b_stamp = 0);
 

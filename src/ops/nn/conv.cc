@@ -530,8 +530,8 @@ class FusedConvKernel final : public OpKernel {
     const int64_t nf = ctx.In(kFilter).numel();
     auto param = [&](InSlot s) { return bn ? ctx.In(s).data<T>() : nullptr; };
     auto part = [&](InSlot s) { return bn ? &ctx.In(s) : nullptr; };
-    const bool unchanged = params_.Same({&ctx.In(kFilter), ctx.InOpt(kFBias), part(kFScale), part(kFMean),
-                                         part(kFVariance)});
+    const bool unchanged =
+        params_.Same({&ctx.In(kFilter), ctx.InOpt(kFBias), part(kFScale), part(kFMean), part(kFVariance)});
     // Without batch-norm statistics (conv + bias + act), the filter and the bias are used as they are.
     const T* filter = f;
     if (bn) {

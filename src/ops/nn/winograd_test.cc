@@ -370,8 +370,8 @@ TEST_CASE("fused_conv2d_bn_act: a filter in memory paddlec does not own is check
               .ok());
   std::vector<float> external = w1;
   runtime::Tensor& w = run.Value("w");
-  w.set_buffer(std::make_shared<runtime::Buffer>(external.data(), external.size() * sizeof(float), Place::CPU(),
-                                                 nullptr));
+  w.set_buffer(
+      std::make_shared<runtime::Buffer>(external.data(), external.size() * sizeof(float), Place::CPU(), nullptr));
   REQUIRE(w.stamp() == 0);
   auto ref = [&](const std::vector<float>& f) {
     std::vector<double> r = RefConv(g, x, f);
