@@ -268,7 +268,7 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
   struct Shape {
     int64_t m, k, n;
   };
-  for (const Shape sh : {Shape{310, 70, 37}, Shape{130, 1100, 100}, Shape{6, 16, 16}, Shape{64, 200, 96}}) {
+  for (const Shape& sh : {Shape{310, 70, 37}, Shape{130, 1100, 100}, Shape{6, 16, 16}, Shape{64, 200, 96}}) {
     for (int variant = 0; variant < 4; ++variant) {
       const bool tx = variant & 1, ty = variant & 2;
       const Dims xd = tx ? Dims{sh.k, sh.m} : Dims{sh.m, sh.k}, yd = ty ? Dims{sh.n, sh.k} : Dims{sh.k, sh.n};

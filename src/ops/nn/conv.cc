@@ -202,6 +202,64 @@ void ZeroFill(Tensor* t) {
   if (t != nullptr && t->nbytes() > 0) std::memset(t->raw_data(), 0, t->nbytes());
 }
 
+/// The raw parameters a convolution last transformed (and, fused, folded and reordered), kept to
+/// tell whether they changed: inference runs the same weights step after step, and redoing that
+/// work costs far more than checking. The check compares the
+/// buffers' content stamps (runtime::Buffer::Stamp), nothing else, when every part has one; memory
+/// paddlec does not own (stamp 0, a NumPy array fed without a copy) is compared value by value with
+/// a copy kept of it, one read of each.
+template <class T>
+class ParamSnapshot {
+ public:
+  /// Whether `parts` (nullptr for an absent one) hold exactly what the last call saw; remembers them
+  /// when they do not.
+  bool Same(std::initializer_list<const Tensor*> parts) {
+    now_.clear();
+    bool stamped = true;
+    for (const Tensor* t : parts) {
+      now_.push_back(t ? Seen{t->data<T>(), t->numel(), t->stamp()} : Seen{});
+      stamped = stamped && (t == nullptr || now_.back().stamp != 0);
+    }
+    const bool same_parts = valid_ && now_ == parts_;
+    std::swap(parts_, now_);  // both keep their capacity: no allocation after the first call
+    valid_ = true;
+    if (stamped) {
+      values_.clear();
+      has_values_ = false;
+      return same_parts;
+    }
+    int64_t total = 0;
+    for (const Seen& p : parts_) total += p.n;
+    bool same = has_values_ && static_cast<int64_t>(values_.size()) == total;
+    for (int64_t at = 0; const Seen& p : parts_) {
+      if (p.data == nullptr) continue;
+      same = same && std::memcmp(values_.data() + at, p.data, p.n * sizeof(T)) == 0;
+      at += p.n;
+    }
+    has_values_ = true;
+    if (same) return true;
+    values_.resize(total);
+    for (int64_t at = 0; const Seen& p : parts_) {
+      if (p.data == nullptr) continue;
+      std::memcpy(values_.data() + at, p.data, p.n * sizeof(T));
+      at += p.n;
+    }
+    return false;
+  }
+
+ private:
+  struct Seen {
+    const T* data = nullptr;
+    int64_t n = 0;
+    uint64_t stamp = 0;
+    friend bool operator==(const Seen&, const Seen&) = default;
+  };
+  std::vector<Seen> parts_, now_;
+  bool valid_ = false;
+  std::vector<T> values_;  // without stamps: the values themselves
+  bool has_values_ = false;
+};
+
 template <class T>
 class ConvKernel final : public OpKernel {
  public:
@@ -217,13 +275,16 @@ class ConvKernel final : public OpKernel {
       return Status::OK();
     }
     if constexpr (std::is_same_v<T, float>) {
+      if (!filter_.Same({&ctx.In(kFilter)})) wino_ready_ = small_ready_ = false;
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, {})) {
-        wino_.SetFilter(g, f);
+        if (!wino_ready_) wino_.SetFilter(g, f);
+        wino_ready_ = true;
         wino_.Forward(g, x, {}, out.data<float>(), {}, {}, nn::ConvThreads(g));
         return Status::OK();
       }
       if (nn::WinogradEnabled() && nn::SmallConvFits(g)) {
-        small_.SetFilter(g, f);
+        if (!small_ready_) small_.SetFilter(g, f);
+        small_ready_ = true;
         small_.Forward(g, x, out.data<float>(), {}, {}, nn::ConvThreads(g));
         return Status::OK();
       }
@@ -239,6 +300,10 @@ class ConvKernel final : public OpKernel {
   nn::OneDnnConv conv_;
   nn::WinogradConv wino_;
   nn::SmallChannelConv small_;
+  // The filter last seen, and whether each own kernel holds its transform (cleared together when
+  // it changes, as in FusedConvKernel).
+  ParamSnapshot<T> filter_;
+  bool wino_ready_ = false, small_ready_ = false;
 };
 
 template <class T>
@@ -438,64 +503,6 @@ void PoolLoops(const ConvGeometry& g, const nn::ConvPool& p, const T* y, T* out)
       }
   }
 }
-
-/// The raw parameters a fused convolution last folded and reordered, kept to tell whether they
-/// changed: inference runs the same weights step after step, and folding the batch norm into them
-/// and reordering them for oneDNN again costs far more than checking. The check compares the
-/// buffers' content stamps (runtime::Buffer::Stamp), nothing else, when every part has one; memory
-/// paddlec does not own (stamp 0, a NumPy array fed without a copy) is compared value by value with
-/// a copy kept of it, one read of each.
-template <class T>
-class ParamSnapshot {
- public:
-  /// Whether `parts` (nullptr for an absent one) hold exactly what the last call saw; remembers them
-  /// when they do not.
-  bool Same(std::initializer_list<const Tensor*> parts) {
-    now_.clear();
-    bool stamped = true;
-    for (const Tensor* t : parts) {
-      now_.push_back(t ? Seen{t->data<T>(), t->numel(), t->stamp()} : Seen{});
-      stamped = stamped && (t == nullptr || now_.back().stamp != 0);
-    }
-    const bool same_parts = valid_ && now_ == parts_;
-    std::swap(parts_, now_);  // both keep their capacity: no allocation after the first call
-    valid_ = true;
-    if (stamped) {
-      values_.clear();
-      has_values_ = false;
-      return same_parts;
-    }
-    int64_t total = 0;
-    for (const Seen& p : parts_) total += p.n;
-    bool same = has_values_ && static_cast<int64_t>(values_.size()) == total;
-    for (int64_t at = 0; const Seen& p : parts_) {
-      if (p.data == nullptr) continue;
-      same = same && std::memcmp(values_.data() + at, p.data, p.n * sizeof(T)) == 0;
-      at += p.n;
-    }
-    has_values_ = true;
-    if (same) return true;
-    values_.resize(total);
-    for (int64_t at = 0; const Seen& p : parts_) {
-      if (p.data == nullptr) continue;
-      std::memcpy(values_.data() + at, p.data, p.n * sizeof(T));
-      at += p.n;
-    }
-    return false;
-  }
-
- private:
-  struct Seen {
-    const T* data = nullptr;
-    int64_t n = 0;
-    uint64_t stamp = 0;
-    friend bool operator==(const Seen&, const Seen&) = default;
-  };
-  std::vector<Seen> parts_, now_;
-  bool valid_ = false;
-  std::vector<T> values_;  // without stamps: the values themselves
-  bool has_values_ = false;
-};
 
 /// conv2d followed by an inference-mode batch_norm (and relu), as one convolution: the batch-norm
 /// affine map is folded into the filter and a bias (O * C * KH * KW multiplies, nothing next to the

@@ -353,6 +353,36 @@ TEST_CASE("fused_conv2d_bn_act: a filter changed on a call oneDNN ran is transfo
   CHECK(RelError(got, RefPool(g, RefConv(g, x, w2), bias, true)) < 1e-5);
 }
 
+TEST_CASE("conv2d transforms its filter once, and again whenever the filter is written") {
+  // Winograd (32 channels) and the small-channel kernel (1 input channel) keep the transform of the
+  // filter they last saw; a new filter in the same memory must replace it on the next step.
+  struct Shape {
+    Case c;
+    bool winograd;
+  };
+  for (const Shape& sh : {Shape{{1, 32, 32, 8, 8, 1, 1, 1, 1}, true}, Shape{{1, 1, 8, 8, 8, 1, 1, 1, 1}, false}}) {
+    const ConvGeometry g = Geometry(sh.c);
+    CAPTURE(sh.winograd);
+    REQUIRE((sh.winograd ? WinogradPaysOff(g, {}) : SmallConvFits(g)));
+    const std::vector<float> x = Random(g.c * 64, 41), w1 = Random(g.o * g.c * 9, 42), w2 = Random(g.o * g.c * 9, 43);
+    using testing::MakeTensor;
+    testing::StepRunner run("conv2d", {{"Input", "x"}, {"Filter", "w"}}, {{"Output", "y"}},
+                            {ops::MakeAttr("paddings", std::vector<int>{1, 1})});
+    REQUIRE(run.Start({{"x", MakeTensor<float>({1, g.c, 8, 8}, x)}, {"w", MakeTensor<float>({g.o, g.c, 3, 3}, w1)}},
+                      {.threads = 2})
+                .ok());
+    auto y_now = [&] {
+      REQUIRE(run.Step().ok());
+      const Tensor y = run.Get("y");
+      return std::vector<float>(y.data<float>(), y.data<float>() + y.numel());
+    };
+    CHECK(RelError(y_now(), RefConv(g, x, w1)) < 1e-5);
+    CHECK(RelError(y_now(), RefConv(g, x, w1)) < 1e-5);  // the kept transform
+    REQUIRE(run.Set("w", MakeTensor<float>({g.o, g.c, 3, 3}, w2)).ok());
+    CHECK(RelError(y_now(), RefConv(g, x, w2)) < 1e-5);
+  }
+}
+
 TEST_CASE("fused_conv2d_bn_act: a filter in memory paddlec does not own is checked by its values") {
   // Memory fed without a copy has no content stamp (runtime/allocator.h): its owner may write it at
   // any time, so the kernel compares the filter's values with the ones it last transformed.
