@@ -22,7 +22,7 @@ std::string OptimizationPasses(int level, bool inference) {
     p += inference ? ",fold,fuse-conv-bn-act,fuse-conv-bias-act,fuse-conv-pool,fuse-fc,fuse-elementwise,dce"
                    : ",fold,fuse-conv-bias-act,fuse-fc,fuse-elementwise,dce";
   // layout renames the tensors it keeps blocked, so like plan-memory it belongs to -O2.
-  if (level >= 2) p += inference ? ",layout,plan-memory" : ",plan-memory";
+  if (level >= 2) p += ",layout,plan-memory";
   return p;
 }
 

@@ -198,6 +198,17 @@ ConvGeometry RunGeometry(const KernelContext& ctx, const ConvAttrs& attrs) {
   return g;
 }
 
+/// The layout conv2d's blocked_input / blocked_output attribute names for an activation.
+nn::ActivationLayout Layout(bool blocked) { return {blocked ? nn::ActivationBlockChannels() : 0}; }
+
+/// The float64 kernels compute NCHW only (the layout pass blocks float32 tensors only).
+Status CheckPlain(const ConvAttrs& a) {
+  if (a.blocked_input || a.blocked_output)
+    return MakeError(ErrorCode::kUnimplemented,
+                     "blocked_input and blocked_output (oneDNN's blocked layout) need float32, not float64");
+  return Status::OK();
+}
+
 void ZeroFill(Tensor* t) {
   if (t != nullptr && t->nbytes() > 0) std::memset(t->raw_data(), 0, t->nbytes());
 }
@@ -275,21 +286,24 @@ class ConvKernel final : public OpKernel {
       return Status::OK();
     }
     if constexpr (std::is_same_v<T, float>) {
+      const nn::ActivationLayout in_layout = Layout(attrs_.blocked_input), out_layout = Layout(attrs_.blocked_output);
       if (!filter_.Same({&ctx.In(kFilter)})) wino_ready_ = small_ready_ = false;
-      if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, {})) {
+      if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout)) {
         if (!wino_ready_) wino_.SetFilter(g, f);
         wino_ready_ = true;
-        wino_.Forward(g, x, {}, out.data<float>(), {}, {}, nn::ConvThreads(g));
+        wino_.Forward(g, x, in_layout, out.data<float>(), out_layout, {}, nn::ConvThreads(g));
         return Status::OK();
       }
-      if (nn::WinogradEnabled() && nn::SmallConvFits(g)) {
+      if (nn::WinogradEnabled() && nn::SmallConvFits(g) && !attrs_.blocked_input) {
         if (!small_ready_) small_.SetFilter(g, f);
         small_ready_ = true;
-        small_.Forward(g, x, out.data<float>(), {}, {}, nn::ConvThreads(g));
+        small_.Forward(g, x, out.data<float>(), out_layout, {}, nn::ConvThreads(g));
         return Status::OK();
       }
-      return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, f, out.data<float>());
+      return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, f, out.data<float>(), nullptr, false,
+                           nullptr, {.blocked_src = attrs_.blocked_input, .blocked_dst = attrs_.blocked_output});
     } else {
+      PC_RETURN_IF_ERROR(CheckPlain(attrs_));
       DirectForward(g, x, f, out.data<T>());
       return Status::OK();
     }
@@ -325,16 +339,20 @@ class ConvGradKernel final : public OpKernel {
     }
     if constexpr (std::is_same_v<T, float>) {
       runtime::OneDnnHandles& h = ctx.device_as<runtime::CpuContext>().onednn();
-      const bool winograd = nn::WinogradEnabled() && nn::WinogradPaysOff(g, {});
+      const nn::ActivationLayout x_layout = Layout(attrs_.blocked_input), y_layout = Layout(attrs_.blocked_output);
+      const bool winograd = nn::WinogradEnabled() && nn::WinogradBackwardPaysOff(g);
       const bool wino_dx = dx != nullptr && winograd;
       if (wino_dx) {
         wino_.SetFilterForBackwardData(g, f);
-        wino_.BackwardData(g, dy, dx->data<float>(), nn::ConvThreads(g));
+        wino_.BackwardData(g, dy, y_layout, dx->data<float>(), x_layout, nn::ConvThreads(g));
       }
-      if (df != nullptr && winograd) nn::WinogradBackwardWeights(g, x, dy, df->data<float>(), nn::ConvThreads(g));
+      if (df != nullptr && winograd)
+        nn::WinogradBackwardWeights(g, x, x_layout, dy, y_layout, df->data<float>(), nn::ConvThreads(g));
       return conv_.Backward(h, g, x, f, dy, dx != nullptr && !wino_dx ? dx->data<float>() : nullptr,
-                            df != nullptr && !winograd ? df->data<float>() : nullptr);
+                            df != nullptr && !winograd ? df->data<float>() : nullptr,
+                            {.blocked_src = attrs_.blocked_input, .blocked_dst = attrs_.blocked_output});
     } else {
+      PC_RETURN_IF_ERROR(CheckPlain(attrs_));
       if (dx) DirectBackwardData(g, f, dy, dx->data<T>());
       if (df) DirectBackwardWeights(g, x, dy, df->data<T>());
     }
@@ -828,6 +846,13 @@ void AddConvOp(OpRegistry& r, const std::string& type, const std::string& doc) {
       .ExtraAttr()
       .Attr("exhaustive_search", false, "Time cuDNN's algorithms instead of trusting its heuristics (GPU kernels).")
       .ExtraAttr()
+      .Attr("blocked_input", false,
+            "paddlec: Input (and in the gradient op Input@GRAD) is in oneDNN's channel-blocked layout (nChw16c, or "
+            "nChw8c without AVX-512), set by the layout pass; the float32 CPU kernels honour it, the GPU kernels keep "
+            "NCHW throughout.")
+      .Attr("blocked_output", false,
+            "paddlec: Output (and in the gradient op Output@GRAD) is in oneDNN's channel-blocked layout, as "
+            "blocked_input.")
       .InferShape(InferConv)
       .Grad()
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<ConvKernel<float>>())

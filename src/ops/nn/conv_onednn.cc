@@ -36,6 +36,11 @@ ConvDescs MakeDescs(const ConvGeometry& g) {
   return d;
 }
 
+/// The caller's layout of an activation: plain NCHW, or ActivationBlockTag()'s when `blocked`.
+memory::desc UserDesc(const memory::desc& plain, bool blocked) {
+  return blocked ? memory::desc(plain.dims(), kF32, ActivationBlockTag(plain.dims()[1])) : plain;
+}
+
 memory::desc Any(const memory::desc& plain) { return memory::desc(plain.dims(), kF32, Tag::any); }
 memory::desc Pick(ConvLayout layout, const memory::desc& plain) {
   return layout == ConvLayout::kPlain ? plain : Any(plain);
@@ -109,6 +114,16 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const dnnl::engine& eng, con
   return pd;
 }
 
+/// An error when a blocked activation's channels are not a whole number of blocks.
+Status CheckBlockable(const ConvGeometry& g, bool blocked_src, bool blocked_dst) {
+  if ((blocked_src && ActivationBlockTag(g.c) == Tag::undef) || (blocked_dst && ActivationBlockTag(g.o) == Tag::undef))
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "a blocked (nChw{}c) convolution input or output needs a multiple of {} channels, but it has {} "
+                     "input and {} output channels",
+                     ActivationBlockChannels(), ActivationBlockChannels(), g.c, g.o);
+  return Status::OK();
+}
+
 }  // namespace
 
 int ConvThreads(const ConvGeometry& g) {
@@ -155,6 +170,7 @@ struct OneDnnConv::Forward_ {
 struct OneDnnConv::BackwardData_ {
   ConvGeometry g;
   int threads = 0;
+  ConvBackwardIo io;
   dnnl::convolution_backward_data::primitive_desc pd;
   dnnl::convolution_backward_data prim;
   Operand diff_dst, weights, diff_src;
@@ -164,6 +180,7 @@ struct OneDnnConv::BackwardData_ {
 struct OneDnnConv::BackwardWeights_ {
   ConvGeometry g;
   int threads = 0;
+  ConvBackwardIo io;
   dnnl::convolution_backward_weights::primitive_desc pd;
   dnnl::convolution_backward_weights prim;
   Operand diff_dst, src, diff_weights;
@@ -177,13 +194,7 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
                            const float* bias, bool relu, const ConvPool* pool, ConvForwardIo io) {
   const int threads = ConvThreads(g);
   runtime::ScopedMaxThreads cap(threads);
-  const int64_t out_channels = g.o;
-  if ((io.blocked_src && ActivationBlockTag(g.c) == Tag::undef) ||
-      (io.blocked_dst && ActivationBlockTag(out_channels) == Tag::undef))
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "a blocked (nChw{}c) convolution input or output needs a multiple of {} channels, but it has {} "
-                     "input and {} output channels",
-                     ActivationBlockChannels(), ActivationBlockChannels(), g.c, out_channels);
+  PC_RETURN_IF_ERROR(CheckBlockable(g, io.blocked_src, io.blocked_dst));
   return Guarded("forward", [&] {
     bool has_bias = bias != nullptr;
     const std::optional<ConvPool> want_pool = pool ? std::optional<ConvPool>(*pool) : std::nullopt;
@@ -210,10 +221,7 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
       f->prim = dnnl::convolution_forward(f->pd);
       // A blocked neighbour's layout is the caller's layout here; when the primitive wants the same one,
       // Operand::Init finds nothing to reorder.
-      auto user = [&](const memory::desc& plain, bool blocked) {
-        return blocked ? memory::desc(plain.dims(), kF32, ActivationBlockTag(plain.dims()[1])) : plain;
-      };
-      f->src.Init(h.engine, user(d.src, io.blocked_src), f->pd.src_desc(), true);
+      f->src.Init(h.engine, UserDesc(d.src, io.blocked_src), f->pd.src_desc(), true);
       f->weights.Init(h.engine, d.weights, f->pd.weights_desc(), true);
       f->scratch = memory(f->pd.scratchpad_desc(), h.engine);
       if (f->pool) {
@@ -229,7 +237,7 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
                          : f->pool->exclusive ? dnnl::algorithm::pooling_avg_exclude_padding
                                               : dnnl::algorithm::pooling_avg_include_padding;
         const memory::desc pooled_plain =
-            user(memory::desc({g.n, g.o, pw.out[0], pw.out[1]}, kF32, Tag::nchw), io.blocked_dst);
+            UserDesc(memory::desc({g.n, g.o, pw.out[0], pw.out[1]}, kF32, Tag::nchw), io.blocked_dst);
         dnnl::pooling_forward::desc pdesc(dnnl::prop_kind::forward_inference, alg, f->pd.dst_desc(), Any(pooled_plain),
                                           {pw.stride[0], pw.stride[1]}, {pw.kernel[0], pw.kernel[1]},
                                           {pw.pad_before(0), pw.pad_before(1)}, pad_r);
@@ -238,7 +246,7 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
         f->pool_scratch = memory(ppd.scratchpad_desc(), h.engine);
         f->pooled.Init(h.engine, pooled_plain, ppd.dst_desc(), false);
       } else {
-        f->dst.Init(h.engine, user(d.dst, io.blocked_dst), f->pd.dst_desc(), false);
+        f->dst.Init(h.engine, UserDesc(d.dst, io.blocked_dst), f->pd.dst_desc(), false);
       }
       fwd_ = std::move(f);
     }
@@ -273,14 +281,16 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
 }
 
 Status OneDnnConv::BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy,
-                                float* dx) {
+                                float* dx, ConvBackwardIo io) {
   const int threads = ConvThreads(g);
   runtime::ScopedMaxThreads cap(threads);
+  PC_RETURN_IF_ERROR(CheckBlockable(g, io.blocked_src, io.blocked_dst));
   return Guarded("backward-data", [&] {
-    if (!bwd_data_ || !(bwd_data_->g == g) || bwd_data_->threads != threads) {
+    if (!bwd_data_ || !(bwd_data_->g == g) || bwd_data_->threads != threads || !(bwd_data_->io == io)) {
       auto b = std::make_unique<BackwardData_>();
       b->g = g;
       b->threads = threads;
+      b->io = io;
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
       ConvLayout l = layouts.backward_data;
@@ -295,9 +305,9 @@ Status OneDnnConv::BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g
         b->pd = dnnl::convolution_backward_data::primitive_desc(plain, UserScratchpad(), h.engine, hint);
       }
       b->prim = dnnl::convolution_backward_data(b->pd);
-      b->diff_dst.Init(h.engine, d.dst, b->pd.diff_dst_desc(), true);
+      b->diff_dst.Init(h.engine, UserDesc(d.dst, io.blocked_dst), b->pd.diff_dst_desc(), true);
       b->weights.Init(h.engine, d.weights, b->pd.weights_desc(), true);
-      b->diff_src.Init(h.engine, d.src, b->pd.diff_src_desc(), false);
+      b->diff_src.Init(h.engine, UserDesc(d.src, io.blocked_src), b->pd.diff_src_desc(), false);
       b->scratch = memory(b->pd.scratchpad_desc(), h.engine);
       bwd_data_ = std::move(b);
     }
@@ -315,26 +325,29 @@ Status OneDnnConv::BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g
 }
 
 Status OneDnnConv::BackwardWeights(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy,
-                                   float* dw) {
-  return BackwardWeightsImpl(h, g, x, dy, dw, false);
+                                   float* dw, ConvBackwardIo io) {
+  return BackwardWeightsImpl(h, g, x, dy, dw, io, false);
 }
 
 Status OneDnnConv::Backward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w,
-                            const float* dy, float* dx, float* dw) {
-  if (dx != nullptr) PC_RETURN_IF_ERROR(BackwardData(h, g, w, dy, dx));
-  if (dw != nullptr) PC_RETURN_IF_ERROR(BackwardWeightsImpl(h, g, x, dy, dw, dx != nullptr));
+                            const float* dy, float* dx, float* dw, ConvBackwardIo io) {
+  if (dx != nullptr) PC_RETURN_IF_ERROR(BackwardData(h, g, w, dy, dx, io));
+  if (dw != nullptr) PC_RETURN_IF_ERROR(BackwardWeightsImpl(h, g, x, dy, dw, io, dx != nullptr));
   return Status::OK();
 }
 
 Status OneDnnConv::BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x,
-                                       const float* dy, float* dw, bool dy_reordered_by_backward_data) {
+                                       const float* dy, float* dw, ConvBackwardIo io,
+                                       bool dy_reordered_by_backward_data) {
   const int threads = ConvThreads(g);
   runtime::ScopedMaxThreads cap(threads);
+  PC_RETURN_IF_ERROR(CheckBlockable(g, io.blocked_src, io.blocked_dst));
   return Guarded("backward-weights", [&] {
-    if (!bwd_weights_ || !(bwd_weights_->g == g) || bwd_weights_->threads != threads) {
+    if (!bwd_weights_ || !(bwd_weights_->g == g) || bwd_weights_->threads != threads || !(bwd_weights_->io == io)) {
       auto b = std::make_unique<BackwardWeights_>();
       b->g = g;
       b->threads = threads;
+      b->io = io;
       ConvDescs d = MakeDescs(g);
       ConvLayouts layouts = forced_ ? *forced_ : DefaultConvLayouts(g);
       ConvLayout l = layouts.backward_weights;
@@ -349,8 +362,8 @@ Status OneDnnConv::BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeom
         b->pd = dnnl::convolution_backward_weights::primitive_desc(plain, UserScratchpad(), h.engine, hint);
       }
       b->prim = dnnl::convolution_backward_weights(b->pd);
-      b->diff_dst.Init(h.engine, d.dst, b->pd.diff_dst_desc(), true);
-      b->src.Init(h.engine, d.src, b->pd.src_desc(), true);
+      b->diff_dst.Init(h.engine, UserDesc(d.dst, io.blocked_dst), b->pd.diff_dst_desc(), true);
+      b->src.Init(h.engine, UserDesc(d.src, io.blocked_src), b->pd.src_desc(), true);
       b->diff_weights.Init(h.engine, d.weights, b->pd.diff_weights_desc(), false);
       b->scratch = memory(b->pd.scratchpad_desc(), h.engine);
       bwd_weights_ = std::move(b);
@@ -358,8 +371,8 @@ Status OneDnnConv::BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeom
     BackwardWeights_& b = *bwd_weights_;
     // Backward-data has just brought dy into its layout; when it is ours too, skip the second reorder.
     const memory* diff_dst = &b.diff_dst.inner;
-    if (dy_reordered_by_backward_data && bwd_data_ && bwd_data_->g == g && bwd_data_->diff_dst.reordered &&
-        b.diff_dst.reordered && bwd_data_->pd.diff_dst_desc() == b.pd.diff_dst_desc())
+    if (dy_reordered_by_backward_data && bwd_data_ && bwd_data_->g == g && bwd_data_->io == io &&
+        bwd_data_->diff_dst.reordered && b.diff_dst.reordered && bwd_data_->pd.diff_dst_desc() == b.pd.diff_dst_desc())
       diff_dst = &bwd_data_->diff_dst.inner;
     else
       b.diff_dst.In(h.stream, dy);

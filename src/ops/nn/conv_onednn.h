@@ -42,6 +42,15 @@ struct ConvForwardIo {
   bool weights_unchanged = false;  // w holds what it held at the last call: its reorder is reused
 };
 
+/// Which of a convolution's activations are in ActivationBlockTag()'s layout in a backward pass: x
+/// and dx (blocked_src) share one, y's gradient dy (blocked_dst) the other (conv2d_grad's layout
+/// attributes, set by the layout pass).
+struct ConvBackwardIo {
+  bool blocked_src = false;
+  bool blocked_dst = false;
+  friend bool operator==(const ConvBackwardIo&, const ConvBackwardIo&) = default;
+};
+
 /// The channel-blocked activation layout that oneDNN's direct convolutions and poolings prefer on this
 /// CPU (nChw16c with AVX-512, nChw8c below). A tensor kept in it between two oneDNN ops skips a
 /// reorder to NCHW and one back; `channels` must be a multiple of the block, so that the blocked
@@ -70,21 +79,23 @@ class OneDnnConv {
   /// `io` says which of x and y are in ActivationBlockTag()'s layout, and whether w's last reorder holds.
   Status Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, float* y,
                  const float* bias = nullptr, bool relu = false, const ConvPool* pool = nullptr, ConvForwardIo io = {});
-  /// dx = conv_backward_data(w, dy).
-  Status BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy, float* dx);
+  /// dx = conv_backward_data(w, dy); `io` says which activations are blocked, as in Backward.
+  Status BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* w, const float* dy, float* dx,
+                      ConvBackwardIo io = {});
   /// dw = conv_backward_weights(x, dy).
-  Status BackwardWeights(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy, float* dw);
+  Status BackwardWeights(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                         ConvBackwardIo io = {});
   /// Both gradients (either pointer may be null); dy is reordered once when both primitives want the
-  /// same blocked layout for it.
+  /// same blocked layout for it. `io` says which of x, dx and dy are in ActivationBlockTag()'s layout.
   Status Backward(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* w, const float* dy,
-                  float* dx, float* dw);
+                  float* dx, float* dw, ConvBackwardIo io = {});
 
   /// oneDNN's implementation names of the primitives built so far, e.g. "fwd=jit:avx512_core".
   std::string ImplInfo() const;
 
  private:
   Status BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeometry& g, const float* x, const float* dy,
-                             float* dw, bool dy_reordered_by_backward_data);
+                             float* dw, ConvBackwardIo io, bool dy_reordered_by_backward_data);
 
   struct Forward_;
   struct BackwardData_;

@@ -40,6 +40,9 @@ struct ConvAttrs {
   // cuDNN hints of conv2d / depthwise_conv2d / conv2d_transpose (defaults: heuristics, 512 MB).
   bool exhaustive_search = false;
   int workspace_size_mb = 512;
+  // conv2d / depthwise_conv2d (and their gradients) only: activations in oneDNN's channel-blocked
+  // layout, set by the layout pass; Input (and Input@GRAD), and Output (and Output@GRAD).
+  bool blocked_input = false, blocked_output = false;
 
   static ConvAttrs Decode(const AttrReader& a) {
     ConvAttrs c;
@@ -56,6 +59,8 @@ struct ConvAttrs {
     if (a.Has("output_size")) c.output_size = a.Get<std::vector<int>>("output_size");
     if (a.Has("exhaustive_search")) c.exhaustive_search = a.Get<bool>("exhaustive_search");
     if (a.Has("workspace_size_MB")) c.workspace_size_mb = a.Get<int>("workspace_size_MB");
+    if (a.Has("blocked_input")) c.blocked_input = a.Get<bool>("blocked_input");
+    if (a.Has("blocked_output")) c.blocked_output = a.Get<bool>("blocked_output");
     return c;
   }
 };

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/cpu_kernels.h"
+#include "nn/conv_onednn.h"
 #include "nn/nn.h"
 #include "nn/norm_slots.h"
 #include "paddlec/ops/op_registry.h"
@@ -28,14 +29,30 @@ namespace {
 using namespace norm;  // NOLINT: the family's shared slots and attributes
 
 /// X viewed as [outer, C, inner]: NCHW gives [N, C, H*W...], NHWC and 2-D inputs give [N*H*W..., C, 1].
+/// With `block` (oneDNN's nChw8c or nChw16c, conv_onednn.h), channels come in groups of `block`:
+/// [N, C / block, H*W..., block].
 struct ChannelView {
   int64_t outer, c, inner;
+  int block = 0;
   int64_t per_channel() const { return outer * inner; }
 };
 
-ChannelView ViewChannels(const Dims& x, bool channel_last) {
+ChannelView ViewChannels(const Dims& x, bool channel_last, bool blocked = false) {
   if (channel_last || x.rank() == 2) return {x.Product(0, x.rank() - 1), x[x.rank() - 1], 1};
-  return {x[0], x[1], x.Product(2, x.rank())};
+  return {x[0], x[1], x.Product(2, x.rank()), blocked ? nn::ActivationBlockChannels() : 0};
+}
+
+/// The blocked layout is for float32 NCHW activations of rank 4 and a multiple of the block's
+/// channels (the layout pass blocks nothing else).
+Status CheckBlocked(const BatchNormAttrs& a, const Dims& x, bool is_float) {
+  if (!a.blocked) return Status::OK();
+  if (!is_float) return MakeError(ErrorCode::kUnimplemented, "the blocked layout (attribute 'blocked') needs float32");
+  if (a.channel_last || x.rank() != 4 || x[1] % nn::ActivationBlockChannels() != 0)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the blocked layout (attribute 'blocked') needs NCHW X of rank 4 with a multiple of {} channels, "
+                     "but X has shape {} ({})",
+                     nn::ActivationBlockChannels(), x.ToString(), a.channel_last ? "NHWC" : "NCHW");
+  return Status::OK();
 }
 
 Status InferBatchNorm(InferShapeContext& ctx) {
@@ -84,11 +101,53 @@ void ForChannels(const ChannelView& v, F&& fn) {
   ParallelFor(v.c, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel(), 1)), fn);
 }
 
+/// ChannelSums over a blocked view: per group of kBlock channels, four partial sums per channel
+/// over each image (vector adds across the group's lanes), added in a fixed order.
+template <int kBlock, class T, class F>
+void BlockedChannelSums(const ChannelView& v, T* sums, F&& f) {
+  const int64_t groups = v.c / kBlock;
+  ParallelFor(groups, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel() * kBlock, 1)),
+              [&](int64_t g0, int64_t g1) {
+                for (int64_t g = g0; g < g1; ++g) {
+                  const int64_t c0 = g * kBlock;
+                  T total[kBlock] = {};
+                  for (int64_t o = 0; o < v.outer; ++o) {
+                    T acc[4][kBlock] = {};
+                    const int64_t base = (o * groups + g) * v.inner * kBlock;
+                    int64_t p = 0;
+                    for (; p + 4 <= v.inner; p += 4)
+                      for (int u = 0; u < 4; ++u)
+                        for (int l = 0; l < kBlock; ++l) acc[u][l] += f(base + (p + u) * kBlock + l, c0 + l);
+                    for (; p < v.inner; ++p)
+                      for (int l = 0; l < kBlock; ++l) acc[0][l] += f(base + p * kBlock + l, c0 + l);
+                    for (int l = 0; l < kBlock; ++l) total[l] += (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
+                  }
+                  std::copy(total, total + kBlock, sums + c0);
+                }
+              });
+}
+
+/// MapChannels over a blocked view, parallel over (image, channel group) planes.
+template <int kBlock, class F>
+void BlockedMapChannels(const ChannelView& v, F&& f) {
+  const int64_t groups = v.c / kBlock;
+  ParallelFor(v.outer * groups, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.inner * kBlock, 1)),
+              [&](int64_t q0, int64_t q1) {
+                for (int64_t q = q0; q < q1; ++q) {
+                  const int64_t base = q * v.inner * kBlock, c0 = q % groups * kBlock;
+                  for (int64_t p = 0; p < v.inner; ++p)
+                    for (int l = 0; l < kBlock; ++l) f(base + p * kBlock + l, c0 + l);
+                }
+              });
+}
+
 /// sums[c] = the sum over channel c of f(i, c) (element-wise form, used when channels are the
 /// innermost dimension) or of plane(base, len, c) over each contiguous run of the channel (the NCHW
 /// form: Eigen reductions the compiler vectorizes). Fixed order, so results do not depend on threads.
 template <class T, class F, class Plane>
 void ChannelSums(const ChannelView& v, T* sums, F&& f, Plane&& plane) {
+  if (v.block == 8) return BlockedChannelSums<8>(v, sums, f);
+  if (v.block == 16) return BlockedChannelSums<16>(v, sums, f);
   ForChannels(v, [&](int64_t c0, int64_t c1) {
     std::fill(sums + c0, sums + c1, T(0));
     for (int64_t o = 0; o < v.outer; ++o) {
@@ -106,6 +165,8 @@ void ChannelSums(const ChannelView& v, T* sums, F&& f, Plane&& plane) {
 /// per contiguous run of one channel. Parallel over rows or planes.
 template <class F, class Plane>
 void MapChannels(const ChannelView& v, F&& f, Plane&& plane) {
+  if (v.block == 8) return BlockedMapChannels<8>(v, f);
+  if (v.block == 16) return BlockedMapChannels<16>(v, f);
   if (v.inner == 1) {
     ParallelFor(v.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.c, 1)), [&](int64_t o0, int64_t o1) {
       for (int64_t o = o0; o < o1; ++o)
@@ -141,7 +202,8 @@ class BatchNormKernel final : public OpKernel {
 
   Status Run(KernelContext& ctx) override {
     const Tensor& xt = ctx.In(kBnX);
-    ChannelView v = ViewChannels(xt.dims(), attrs_.channel_last);
+    ChannelView v = ViewChannels(xt.dims(), attrs_.channel_last, attrs_.blocked);
+    PC_RETURN_IF_ERROR(CheckBlocked(attrs_, xt.dims(), std::is_same_v<T, float>));
     const T* x = xt.data<T>();
     const T* scale = ctx.In(kBnScale).data<T>();
     const T* bias = ctx.In(kBnBias).data<T>();
@@ -249,7 +311,8 @@ class BatchNormGradKernel final : public OpKernel {
 
   Status Run(KernelContext& ctx) override {
     const Tensor& xt = ctx.In(kBnGX);
-    ChannelView v = ViewChannels(xt.dims(), attrs_.channel_last);
+    ChannelView v = ViewChannels(xt.dims(), attrs_.channel_last, attrs_.blocked);
+    PC_RETURN_IF_ERROR(CheckBlocked(attrs_, xt.dims(), std::is_same_v<T, float>));
     const T* x = xt.data<T>();
     const T* scale = ctx.In(kBnGScale).data<T>();
     const T* mean = ctx.In(kBnGSavedMean).data<T>();
@@ -497,6 +560,10 @@ void AddBatchNorm(OpRegistry& r, const std::string& type, const std::string& doc
       .Attr("trainable_statistics", false, "With is_test, still use the batch statistics.")
       .Attr("fuse_with_relu", false, "oneDNN fusion request; must be false.")
       .ExtraAttr()
+      .Attr("blocked", false,
+            "paddlec: X and Y (and in the gradient op their gradients) are in oneDNN's channel-blocked layout "
+            "(nChw16c, or nChw8c without AVX-512), set by the layout pass; the float32 CPU kernels honour it, the "
+            "GPU kernels keep NCHW throughout.")
       .InferShape(InferBatchNorm)
       .Grad()
       .NoGradInput(kBnMean)

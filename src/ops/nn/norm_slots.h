@@ -44,11 +44,12 @@ struct BatchNormAttrs {
   float momentum, epsilon;
   bool channel_last;
   bool global_stats;  // normalize with the running statistics
+  bool blocked;       // X and Y (and their gradients) in oneDNN's channel-blocked layout (layout pass)
 
   static BatchNormAttrs Decode(const AttrReader& a) {
     bool test_mode = a.Get<bool>("is_test") && !a.Get<bool>("trainable_statistics");
     return {a.Get<float>("momentum"), a.Get<float>("epsilon"), a.Get<std::string>("data_layout") == "NHWC",
-            test_mode || a.Get<bool>("use_global_stats")};
+            test_mode || a.Get<bool>("use_global_stats"), a.Has("blocked") && a.Get<bool>("blocked")};
   }
 };
 

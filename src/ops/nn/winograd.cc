@@ -78,6 +78,8 @@ bool WinogradPaysOff(const ConvGeometry& g, ActivationLayout input) {
   return FitsCommon(g) && (input.block != 0 || std::min(g.c, g.o) >= kWinogradPlainMinChannels);
 }
 
+bool WinogradBackwardPaysOff(const ConvGeometry& g) { return WinogradPaysOff(g, {}); }
+
 bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p) {
   for (int a = 0; a < 2; ++a)
     if (p.w.kernel[a] != 2 || p.w.stride[a] != 2 || p.w.dilation[a] != 1 || p.w.pad_before(a) != 0 ||
@@ -130,9 +132,10 @@ void WinogradConv::Forward(const ConvGeometry& g, const float* x, ActivationLayo
       y, y_layout, e, threads);
 }
 
-void WinogradConv::BackwardData(const ConvGeometry& g, const float* dy, float* dx, int threads) const {
+void WinogradConv::BackwardData(const ConvGeometry& g, const float* dy, ActivationLayout dy_layout, float* dx,
+                                ActivationLayout dx_layout, int threads) const {
   Run({g.n, g.o, g.c, g.w.out[0], g.w.out[1], g.w.in[0], g.w.in[1], 2 - g.w.pad_before(0), 2 - g.w.pad_before(1)}, dy,
-      {}, dx, {}, {}, threads);
+      dy_layout, dx, dx_layout, {}, threads);
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -312,7 +315,8 @@ void WinogradConv::Run(const Shape& s, const float* x, ActivationLayout xl, floa
     for (int64_t b = 0; b < blocks; ++b) run_block(b, scratch);
   }
 }
-void WinogradBackwardWeights(const ConvGeometry& g, const float* x, const float* dy, float* dw, int threads) {
+void WinogradBackwardWeights(const ConvGeometry& g, const float* x, ActivationLayout x_layout, const float* dy,
+                             ActivationLayout dy_layout, float* dw, int threads) {
   // dU[xi] (C x K) = sum over tiles of V[xi]' (C x tiles) * DY[xi] (tiles x K), with V the input
   // transform and DY = A dy A' (A = [1 0; 1 1; 1 -1; 0 -1]) of each 2x2 tile of dy; then
   // dw = G' dU G. V is stored transposed ([xi][c][tile]) so that the register tile walks tiles.
@@ -326,8 +330,8 @@ void WinogradBackwardWeights(const ConvGeometry& g, const float* x, const float*
   const int team = static_cast<int>(std::min<int64_t>(std::max(threads, 1), blocks));
   thread_local std::vector<float> x_copy, dy_copy;
   LaneView in, out;
-  x = AsLanes(x, {}, g.n, C, H, W, team, x_copy, in);
-  dy = AsLanes(dy, {}, g.n, K, OH, OW, team, dy_copy, out);
+  x = AsLanes(x, x_layout, g.n, C, H, W, team, x_copy, in);
+  dy = AsLanes(dy, dy_layout, g.n, K, OH, OW, team, dy_copy, out);
   // Each thread's sums dU, kept across calls (a training step calls this once per convolution).
   thread_local std::vector<float> sums;
   const int64_t per_thread = 16 * CR * KP;
@@ -424,7 +428,8 @@ void WinogradBackwardWeights(const ConvGeometry& g, const float* x, const float*
 #else
 void WinogradConv::Run(const Shape&, const float*, ActivationLayout, float*, ActivationLayout, const WinogradEpilogue&,
                        int) const {}  // never called: WinogradFits is false without AVX2 and FMA
-void WinogradBackwardWeights(const ConvGeometry&, const float*, const float*, float*, int) {}  // likewise
+void WinogradBackwardWeights(const ConvGeometry&, const float*, ActivationLayout, const float*, ActivationLayout,
+                             float*, int) {}  // likewise
 #endif
 
 }  // namespace paddlec::ops::nn

@@ -201,8 +201,18 @@ TEST_CASE("winograd: backward data matches the transposed direct convolution") {
     WinogradConv conv;
     conv.SetFilterForBackwardData(g, f.data());
     std::vector<float> dx(g.n * g.c * k.h * k.w, -3.0f);
-    conv.BackwardData(g, dy.data(), dx.data(), 2);
-    CHECK(RelError(dx, RefBackwardData(g, dy, f)) < 1e-5);
+    conv.BackwardData(g, dy.data(), {}, dx.data(), {}, 2);
+    const std::vector<double> ref = RefBackwardData(g, dy, f);
+    CHECK(RelError(dx, ref) < 1e-5);
+    // dy and dx in oneDNN's blocked layouts (conv2d_grad after the layout pass), where they fit.
+    const int64_t in_plane = k.h * k.w, out_plane = g.w.out[0] * g.w.out[1];
+    for (int block : {8, 16}) {
+      if (g.c % block != 0 || g.o % block != 0) continue;
+      CAPTURE(block);
+      auto dy_blocked = ToBlocked(dy, g.n, g.o, out_plane, block);
+      conv.BackwardData(g, dy_blocked.data(), {block}, dx.data(), {block}, 2);
+      CHECK(RelError(FromBlocked(dx, g.n, g.c, in_plane, block), ref) < 1e-5);
+    }
   }
 }
 
@@ -220,8 +230,18 @@ TEST_CASE("winograd: backward weights match the direct sum over the batch") {
       REQUIRE(WinogradFits(g));
       auto x = Random(g.n * g.c * k.h * k.w, 9), dy = Random(g.n * g.o * g.w.out[0] * g.w.out[1], 10);
       std::vector<float> dw(g.o * g.c * 9, -1.0f);
-      WinogradBackwardWeights(g, x.data(), dy.data(), dw.data(), threads);
-      CHECK(RelError(dw, RefBackwardWeights(g, x, dy)) < 1e-5);
+      WinogradBackwardWeights(g, x.data(), {}, dy.data(), {}, dw.data(), threads);
+      const std::vector<double> ref = RefBackwardWeights(g, x, dy);
+      CHECK(RelError(dw, ref) < 1e-5);
+      for (int block : {8, 16}) {
+        if (g.c % block != 0 || g.o % block != 0) continue;
+        CAPTURE(block);
+        auto xb = ToBlocked(x, g.n, g.c, k.h * k.w, block);
+        auto dyb = ToBlocked(dy, g.n, g.o, g.w.out[0] * g.w.out[1], block);
+        std::fill(dw.begin(), dw.end(), -1.0f);
+        WinogradBackwardWeights(g, xb.data(), {block}, dyb.data(), {block}, dw.data(), threads);
+        CHECK(RelError(dw, ref) < 1e-5);
+      }
     }
 }
 
@@ -445,7 +465,7 @@ TEST_CASE("winograd benchmark: against oneDNN on LeNet and ResNet-20 shapes" * d
       WinogradConv wb;
       const double w_bwd = time_ms([&] {
         wb.SetFilterForBackwardData(g, f.data());
-        wb.BackwardData(g, y.data(), dx.data(), threads);
+        wb.BackwardData(g, y.data(), {}, dx.data(), {}, threads);
       });
       MESSAGE(
           fmt::format("{} threads, n={} {}->{} {}x{}: forward oneDNN {:.3f} winograd {:.3f}; backward-data oneDNN "
