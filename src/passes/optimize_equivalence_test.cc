@@ -13,6 +13,7 @@
 #include "paddlec/passes/signature.h"
 #include "testing/op_tester.h"
 #include "testing/program_runner.h"
+#include "testing/resnet_text.h"
 
 namespace paddlec::passes {
 namespace {
@@ -104,59 +105,16 @@ constexpr char kResidual[] = R"pb(
   }
 )pb";
 
-/// A small ResNet on 3 x 8 x 8 images: a 3 -> 16 stem, a residual block of two 16-channel 3x3
-/// convolutions (batch norm, relu, the identity shortcut added), a 16 -> 32 convolution, global
-/// average pooling and a classifier. Its 16- and 32-channel activations are what the layout pass
-/// blocks; the 32-channel convolution runs on Winograd, the others on oneDNN.
-std::string ConvResidualText() {
-  std::string vars, ops;
-  auto var = [&](const std::string& n, const std::vector<int64_t>& d, bool param = false, const char* t = "FP32") {
-    std::string dims;
-    for (int64_t x : d) dims += fmt::format(" dims: {}", x);
-    vars += fmt::format(
-        "vars {{ name: \"{}\" type {{ type: LOD_TENSOR lod_tensor {{ tensor {{ data_type: {}{} }} }} }}{} }}\n", n, t,
-        dims, param ? " persistable: true" : "");
-  };
-  auto op = [&](const std::string& text) { ops += "ops { " + text + " }\n"; };
-  auto conv_bn = [&](const std::string& p, const std::string& x, int cin, int cout, bool relu) {
-    var(p + ".w", {cout, cin, 3, 3}, true);
-    for (const char* s : {".s", ".b", ".m", ".v"}) var(p + s, {cout}, true);
-    op(fmt::format(
-        R"(type: "conv2d" inputs {{ parameter: "Input" arguments: "{0}" }} inputs {{ parameter: "Filter" arguments: "{1}.w" }} outputs {{ parameter: "Output" arguments: "{1}.c" }} attrs {{ name: "paddings" type: INTS ints: 1 ints: 1 }})",
-        x, p));
-    op(fmt::format(
-        R"(type: "batch_norm" inputs {{ parameter: "X" arguments: "{0}.c" }} inputs {{ parameter: "Scale" arguments: "{0}.s" }} inputs {{ parameter: "Bias" arguments: "{0}.b" }} inputs {{ parameter: "Mean" arguments: "{0}.m" }} inputs {{ parameter: "Variance" arguments: "{0}.v" }} outputs {{ parameter: "Y" arguments: "{0}.y" }} outputs {{ parameter: "MeanOut" arguments: "{0}.m" }} outputs {{ parameter: "VarianceOut" arguments: "{0}.v" }} outputs {{ parameter: "SavedMean" arguments: "{0}.sm" }} outputs {{ parameter: "SavedVariance" arguments: "{0}.sv" }})",
-        p));
-    if (!relu) return p + ".y";
-    op(fmt::format(
-        R"(type: "relu" inputs {{ parameter: "X" arguments: "{0}.y" }} outputs {{ parameter: "Out" arguments: "{0}.r" }})",
-        p));
-    return p + ".r";
-  };
-  var("img", {-1, 3, 8, 8});
-  var("label", {-1, 1}, false, "INT64");
-  const std::string stem = conv_bn("stem", "img", 3, 16, true);
-  const std::string a = conv_bn("a", stem, 16, 16, true);
-  const std::string b = conv_bn("b", a, 16, 16, false);
-  op(fmt::format(
-      R"(type: "elementwise_add" inputs {{ parameter: "X" arguments: "{}" }} inputs {{ parameter: "Y" arguments: "{}" }} outputs {{ parameter: "Out" arguments: "sum" }})",
-      b, stem));
-  op(R"(type: "relu" inputs { parameter: "X" arguments: "sum" } outputs { parameter: "Out" arguments: "block" })");
-  const std::string wide = conv_bn("wide", "block", 16, 32, true);
-  op(fmt::format(
-      R"(type: "pool2d" inputs {{ parameter: "X" arguments: "{}" }} outputs {{ parameter: "Out" arguments: "gap" }} attrs {{ name: "pooling_type" type: STRING s: "avg" }} attrs {{ name: "ksize" type: INTS ints: 1 ints: 1 }} attrs {{ name: "global_pooling" type: BOOLEAN b: true }})",
-      wide));
-  var("fc.w", {32, 10}, true);
-  op(R"(type: "mul" inputs { parameter: "X" arguments: "gap" } inputs { parameter: "Y" arguments: "fc.w" } outputs { parameter: "Out" arguments: "logits" })");
-  op(R"(type: "softmax_with_cross_entropy" inputs { parameter: "Logits" arguments: "logits" } inputs { parameter: "Label" arguments: "label" } outputs { parameter: "Softmax" arguments: "prob" } outputs { parameter: "Loss" arguments: "loss_vec" })");
-  op(R"(type: "mean" inputs { parameter: "X" arguments: "loss_vec" } outputs { parameter: "Out" arguments: "loss" })");
-  return "blocks { idx: 0 parent_idx: -1\n" + vars + ops + "}\n";
-}
+/// A small ResNet on 3 x 8 x 8 images: a 16-channel stage and a 32-channel one of one block each.
+/// The layout pass blocks the first stage and the second's input side (its last tensors end in the
+/// pooling); the 1x1 projection and the stride-2 convolution run on oneDNN, the 32-channel 3x3 one
+/// on Winograd with a blocked input and an NCHW output.
+const testing::ResNetSpec kSmallResNet{.image = 8, .stages = {16, 32}, .blocks = 1};
 
 std::unique_ptr<ir::Module> Compile(const std::string& config, bool train, bool inference, int opt_level) {
-  auto m = config == "residual"        ? ir::ParseModule(kResidual, ir::Format::kText, "residual.pbtxt")
-           : config == "conv_residual" ? ir::ParseModule(ConvResidualText(), ir::Format::kText, "conv_residual.pbtxt")
-                                       : ir::LoadModule(std::string(PADDLEC_SOURCE_DIR) + "/configs/" + config);
+  auto m = config == "residual" ? ir::ParseModule(kResidual, ir::Format::kText, "residual.pbtxt")
+           : config == "resnet" ? ir::ParseModule(testing::ResNetText(kSmallResNet), ir::Format::kText, "resnet.pbtxt")
+                                : ir::LoadModule(std::string(PADDLEC_SOURCE_DIR) + "/configs/" + config);
   REQUIRE(m.ok());
   driver::CompileOptions o;
   o.train = train;
@@ -324,25 +282,26 @@ int Flagged(const ir::Module& m, const std::string& attr) {
   return n;
 }
 
-TEST_CASE("layout keeps a residual conv net's activations blocked in training, with the -O0 parameters") {
-  auto plain = Compile("conv_residual", true, false, 0);
-  auto opt = Compile("conv_residual", true, false, 2);
-  // Blocked: everything from the stem's convolution to the 16 -> 32 convolution's input, with the
-  // gradients. Not: the image, and the 32-channel tensors, which end in the pooling.
+TEST_CASE("layout keeps a ResNet's activations blocked in training, with the -O0 parameters") {
+  auto plain = Compile("resnet", true, false, 0);
+  auto opt = Compile("resnet", true, false, 2);
+  // Layers: l0 the stem, l1 and l2 the first block, l4 and l5 the second with l6 its projection.
+  // Blocked, with their gradients: every tensor of the first stage, and the second stage's up to
+  // l5's input. Not: the image, and what the second block adds up (it ends in the pooling).
   int blocked_vars = 0;
   for (const auto& v : opt->main().global_block().desc().vars()) blocked_vars += v.name().ends_with("@BLOCKED");
   CHECK(blocked_vars > 0);
-  CHECK(Flagged(*opt, "blocked_input") == 6);   // conv2d a, b, wide and their gradients
-  CHECK(Flagged(*opt, "blocked_output") == 6);  // conv2d stem, a, b and their gradients
-  CHECK(Flagged(*opt, "blocked") == 6);         // batch_norm stem, a, b and their gradients
+  CHECK(Flagged(*opt, "blocked_input") == 10);  // conv2d l1, l2, l4, l5, l6 and their gradients
+  CHECK(Flagged(*opt, "blocked_output") == 8);  // conv2d l0, l1, l2, l4 and their gradients
+  CHECK(Flagged(*opt, "blocked") == 8);         // batch_norm l0, l1, l2, l4 and their gradients
   auto a = RunSteps(*plain, {4, 3, 8, 8}, 3, Parameters(*plain));
   auto b = RunSteps(*opt, {4, 3, 8, 8}, 3, Parameters(*plain));
   ExpectSame(b, a, {1e-5, 1e-4});
 }
 
-TEST_CASE("layout keeps a residual conv net's inference outputs, blocked through the residual add") {
-  auto plain = Compile("conv_residual", false, true, 0);
-  auto opt = Compile("conv_residual", false, true, 2);
+TEST_CASE("layout keeps a ResNet's inference outputs, blocked through the residual add") {
+  auto plain = Compile("resnet", false, true, 0);
+  auto opt = Compile("resnet", false, true, 2);
   CHECK(Flagged(*opt, "blocked_output") >= 2);
   ExpectSame(RunSteps(*opt, {4, 3, 8, 8}, 1, {"prob"}), RunSteps(*plain, {4, 3, 8, 8}, 1, {"prob"}), {1e-5, 1e-4});
 }
