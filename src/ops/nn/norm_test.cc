@@ -2,8 +2,9 @@
 // statistics updated in place over steps, shape errors and gradient checks.
 #include <cmath>
 
-#include "testing/program_runner.h"
+#include "nn/conv_onednn.h"
 #include "testing/op_tester.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {
@@ -221,6 +222,72 @@ TEST_CASE("batch_norm_grad matches central differences in training and test mode
     if (c.is_test) t.Attr("is_test", true);
     t.CheckGrad({.inputs = {"X", "Scale", "Bias"}, .output = "Y", .eps = 1e-6, .tol = {1e-7, 1e-6}});
   }
+}
+
+/// An NCHW float32 tensor rearranged to nChw{block}c (to_blocked) or back.
+Tensor Reblock(const Tensor& t, int64_t block, bool to_blocked) {
+  const Dims& d = t.dims();
+  const int64_t n = d[0], c = d[1], hw = d[2] * d[3];
+  std::vector<double> in = ToDoubles(t), out(in.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t plain = (i * c + ch) * hw + p,
+                      blocked = ((i * (c / block) + ch / block) * hw + p) * block + ch % block;
+        out[to_blocked ? blocked : plain] = in[to_blocked ? plain : blocked];
+      }
+  return Cast(MakeTensor<double>(d, out), DType::kFloat32);
+}
+
+// The layout pass's `blocked`: X, Y and their gradients in oneDNN's channel-blocked layout. Only
+// the CPU results are compared (the GPU kernels keep NCHW and ignore the attribute).
+TEST_CASE("batch_norm and batch_norm_grad with blocked tensors compute the NCHW results, rearranged") {
+  const int64_t block = ops::nn::ActivationBlockChannels();
+  const Dims dims{3, 32, 5, 7};
+  const Tolerance tol{1e-5, 1e-5};
+  const BnInputs in = MakeBnInputs(dims, 32, 900);
+  BnInputs blocked_in = in;
+  blocked_in.x = Reblock(in.x, block, true);
+  OpTest plain("batch_norm"), blocked("batch_norm");
+  SetUpBn(plain, in);
+  SetUpBn(blocked, blocked_in);
+  blocked.Attr("blocked", true);
+  REQUIRE_OK(plain.Run());
+  REQUIRE_OK(blocked.Run());
+  ExpectClose(Reblock(blocked.Out("Y"), block, false), plain.Out("Y"), tol, "Y");
+  for (const char* slot : {"MeanOut", "VarianceOut", "SavedMean", "SavedVariance"})
+    ExpectClose(blocked.Out(slot), plain.Out(slot), tol, slot);
+
+  const Tensor dy = RandomTensor(DType::kFloat32, dims, 905, -1, 1);
+  auto grad = [&](const Tensor& x, const Tensor& y_grad, bool is_blocked) {
+    auto t = std::make_unique<OpTest>("batch_norm_grad");
+    t->Input("X", x).Input("Scale", in.scale).Input("Bias", in.bias);
+    t->Input("SavedMean", plain.Out("SavedMean")).Input("SavedVariance", plain.Out("SavedVariance"));
+    t->Input("Y@GRAD", y_grad).Output("X@GRAD").Output("Scale@GRAD").Output("Bias@GRAD");
+    if (is_blocked) t->Attr("blocked", true);
+    REQUIRE_OK(t->Run());
+    return t;
+  };
+  auto plain_grad = grad(in.x, dy, false);
+  auto blocked_grad = grad(blocked_in.x, Reblock(dy, block, true), true);
+  ExpectClose(Reblock(blocked_grad->Out("X@GRAD"), block, false), plain_grad->Out("X@GRAD"), tol, "X@GRAD");
+  for (const char* slot : {"Scale@GRAD", "Bias@GRAD"})
+    ExpectClose(blocked_grad->Out(slot), plain_grad->Out(slot), tol, slot);
+}
+
+TEST_CASE("batch_norm's blocked layout needs float32 NCHW with whole channel blocks") {
+  OpTest partial("batch_norm");
+  SetUpBn(partial, MakeBnInputs({2, 12, 3, 3}, 12, 910));
+  partial.Attr("blocked", true);
+  Status st = partial.Run();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message().find("multiple of") != std::string::npos);
+  OpTest wide("batch_norm");
+  SetUpBn(wide, MakeBnInputs({2, 16, 3, 3}, 16, 915, DType::kFloat64));
+  wide.Attr("blocked", true);
+  st = wide.Run();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message().find("float32") != std::string::npos);
 }
 
 // ---- layer_norm -----------------------------------------------------------------------------
