@@ -66,6 +66,9 @@ bool ElementWise(std::string_view type) {
   return std::find(std::begin(kOps), std::end(kOps), type) != std::end(kOps);
 }
 
+/// Whether an argument names a variable (not an absent one: "" or @EMPTY@).
+bool Named(const std::string& arg) { return !arg.empty() && arg != ir::kEmptyVarName; }
+
 /// Union-find over variable names.
 class Groups {
  public:
@@ -145,6 +148,7 @@ class LayoutPass final : public Pass {
       for (const auto* slots : {&op.inputs(), &op.outputs()})
         for (const auto& s : *slots) {
           for (const auto& a : s.arguments()) {
+            if (!Named(a)) continue;
             const pb::VarDesc* v = block.FindVar(a);
             auto dims = v != nullptr && ir::IsTensorVar(*v) ? ir::VarDims(*v) : StatusOr<Dims>(Dims{});
             if (!dims.ok() || dims->rank() != 4 || (shape && !(*shape == *dims))) return std::nullopt;
@@ -182,6 +186,7 @@ class LayoutPass final : public Pass {
           std::string_view side = sides[i]->Of(s.parameter());
           if (side.empty()) continue;
           for (const auto& a : s.arguments()) {
+            if (!Named(a)) continue;
             auto [it, fresh] = first.try_emplace(side, a);
             if (!fresh) groups.Join(it->second, a);
           }
@@ -195,6 +200,7 @@ class LayoutPass final : public Pass {
         for (const auto& s : *slots) {
           std::string_view side = sides[i] ? sides[i]->Of(s.parameter()) : std::string_view();
           for (const auto& a : s.arguments()) {
+            if (!Named(a)) continue;
             const int g = groups.FindName(a);
             const bool ok = !side.empty() && !fixed.count(a) && !du.Readers(a).empty() && !du.Writers(a).empty() &&
                             block.FindVarBlock(a) == &block && Blockable(block.FindVar(a)) &&
