@@ -218,14 +218,15 @@ bool MaxPool2x2Backward(const PoolGeometry& g, const PoolAttrs& a, const T* x, c
       const T* m = yp + oh * ow_n;
       const T* d = dyp + oh * ow_n;
       for (int64_t ow = 0; ow < ow_n; ++ow) {
-        const bool a00 = x0[2 * ow] == m[ow];
-        const bool a01 = !a00 && x0[2 * ow + 1] == m[ow];
-        const bool a10 = !a00 && !a01 && x1[2 * ow] == m[ow];
-        const bool a11 = !a00 && !a01 && !a10;
-        d0[2 * ow] = a00 ? d[ow] : T(0);
-        d0[2 * ow + 1] = a01 ? d[ow] : T(0);
-        d1[2 * ow] = a10 ? d[ow] : T(0);
-        d1[2 * ow + 1] = a11 ? d[ow] : T(0);
+        // Bitwise, not short-circuit, logic: which element is maximal is data, so branches on it
+        // mispredict about every other window; without them the compiler vectorizes the loop.
+        const T mv = m[ow], dv = d[ow];
+        const bool e00 = x0[2 * ow] == mv, e01 = x0[2 * ow + 1] == mv, e10 = x1[2 * ow] == mv;
+        const bool a01 = e01 & !e00, a10 = e10 & !(e00 | e01), a11 = !(e00 | e01 | e10);
+        d0[2 * ow] = e00 ? dv : T(0);
+        d0[2 * ow + 1] = a01 ? dv : T(0);
+        d1[2 * ow] = a10 ? dv : T(0);
+        d1[2 * ow + 1] = a11 ? dv : T(0);
       }
     }
   });
