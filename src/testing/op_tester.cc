@@ -83,6 +83,22 @@ Tensor Cast(const Tensor& t, DType to) {
   return out;
 }
 
+Tensor Reblock(const Tensor& t, int64_t block, bool to_blocked) {
+  const Dims& d = t.dims();
+  REQUIRE(d.rank() == 4);
+  REQUIRE(d[1] % block == 0);
+  const int64_t n = d[0], c = d[1], hw = d[2] * d[3];
+  std::vector<double> in = ToDoubles(t), out(in.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t plain = (i * c + ch) * hw + p;
+        const int64_t blocked = ((i * (c / block) + ch / block) * hw + p) * block + ch % block;
+        out[to_blocked ? blocked : plain] = in[to_blocked ? plain : blocked];
+      }
+  return Cast(MakeTensor<double>(d, out), t.dtype());
+}
+
 Tensor RandomTensor(DType dtype, const Dims& dims, uint64_t seed, double lo, double hi) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(lo, hi);

@@ -44,6 +44,9 @@ std::vector<T> ToVector(const Tensor& t);
 std::vector<double> ToDoubles(const Tensor& t);
 /// A copy converted to another dtype.
 Tensor Cast(const Tensor& t, DType to);
+/// A rank-4 NCHW tensor rearranged to oneDNN's nChw{block}c (to_blocked), or back; the channels
+/// must be a multiple of `block`. For kernels run on the layout pass's blocked tensors.
+Tensor Reblock(const Tensor& t, int64_t block, bool to_blocked);
 /// A .npy file under testdata/ (path relative to the repository root).
 Tensor LoadGolden(const std::string& relative_path);
 

@@ -224,21 +224,6 @@ TEST_CASE("batch_norm_grad matches central differences in training and test mode
   }
 }
 
-/// An NCHW float32 tensor rearranged to nChw{block}c (to_blocked) or back.
-Tensor Reblock(const Tensor& t, int64_t block, bool to_blocked) {
-  const Dims& d = t.dims();
-  const int64_t n = d[0], c = d[1], hw = d[2] * d[3];
-  std::vector<double> in = ToDoubles(t), out(in.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < hw; ++p) {
-        const int64_t plain = (i * c + ch) * hw + p,
-                      blocked = ((i * (c / block) + ch / block) * hw + p) * block + ch % block;
-        out[to_blocked ? blocked : plain] = in[to_blocked ? plain : blocked];
-      }
-  return Cast(MakeTensor<double>(d, out), DType::kFloat32);
-}
-
 // The layout pass's `blocked`: X, Y and their gradients in oneDNN's channel-blocked layout. Only
 // the CPU results are compared (the GPU kernels keep NCHW and ignore the attribute).
 TEST_CASE("batch_norm and batch_norm_grad with blocked tensors compute the NCHW results, rearranged") {
