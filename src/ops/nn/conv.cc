@@ -201,12 +201,16 @@ ConvGeometry RunGeometry(const KernelContext& ctx, const ConvAttrs& attrs) {
 /// The layout conv2d's blocked_input / blocked_output attribute names for an activation.
 nn::ActivationLayout Layout(bool blocked) { return {blocked ? nn::ActivationBlockChannels() : 0}; }
 
-/// The float64 kernels compute NCHW only (the layout pass blocks float32 tensors only).
-Status CheckPlain(const ConvAttrs& a) {
-  if (a.blocked_input || a.blocked_output)
+/// An error unless `a`'s blocked activations can be: float32 (the float64 kernels compute NCHW
+/// only) and whole channel blocks. The layout pass sets the attributes only then; a program written
+/// with them otherwise would have the kernels read past the tensors.
+template <class T>
+Status CheckLayout(const ConvGeometry& g, const ConvAttrs& a) {
+  if (!a.blocked_input && !a.blocked_output) return Status::OK();
+  if (!std::is_same_v<T, float>)
     return MakeError(ErrorCode::kUnimplemented,
                      "blocked_input and blocked_output (oneDNN's blocked layout) need float32, not float64");
-  return Status::OK();
+  return nn::CheckBlockedChannels(g, a.blocked_input, a.blocked_output);
 }
 
 void ZeroFill(Tensor* t) {
@@ -215,10 +219,10 @@ void ZeroFill(Tensor* t) {
 
 /// The raw parameters a convolution last transformed (and, fused, folded and reordered), kept to
 /// tell whether they changed: inference runs the same weights step after step, and redoing that
-/// work costs far more than checking. The check compares the
-/// buffers' content stamps (runtime::Buffer::Stamp), nothing else, when every part has one; memory
-/// paddlec does not own (stamp 0, a NumPy array fed without a copy) is compared value by value with
-/// a copy kept of it, one read of each.
+/// work costs far more than checking. The check compares the buffers' content stamps
+/// (runtime::Buffer::Stamp), nothing else, when every part has one; memory paddlec does not own
+/// (stamp 0, a NumPy array fed without a copy) is compared value by value with a copy kept of it,
+/// one read of each.
 template <class T>
 class ParamSnapshot {
  public:
@@ -285,6 +289,7 @@ class ConvKernel final : public OpKernel {
       ZeroFill(&out);
       return Status::OK();
     }
+    PC_RETURN_IF_ERROR(CheckLayout<T>(g, attrs_));
     if constexpr (std::is_same_v<T, float>) {
       const nn::ActivationLayout in_layout = Layout(attrs_.blocked_input), out_layout = Layout(attrs_.blocked_output);
       if (!filter_.Same({&ctx.In(kFilter)})) wino_ready_ = small_ready_ = false;
@@ -303,7 +308,6 @@ class ConvKernel final : public OpKernel {
       return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, f, out.data<float>(), nullptr, false,
                            nullptr, {.blocked_src = attrs_.blocked_input, .blocked_dst = attrs_.blocked_output});
     } else {
-      PC_RETURN_IF_ERROR(CheckPlain(attrs_));
       DirectForward(g, x, f, out.data<T>());
       return Status::OK();
     }
@@ -337,6 +341,7 @@ class ConvGradKernel final : public OpKernel {
       ZeroFill(df);
       return Status::OK();
     }
+    PC_RETURN_IF_ERROR(CheckLayout<T>(g, attrs_));
     if constexpr (std::is_same_v<T, float>) {
       runtime::OneDnnHandles& h = ctx.device_as<runtime::CpuContext>().onednn();
       const nn::ActivationLayout x_layout = Layout(attrs_.blocked_input), y_layout = Layout(attrs_.blocked_output);
@@ -352,7 +357,6 @@ class ConvGradKernel final : public OpKernel {
                             df != nullptr && !winograd ? df->data<float>() : nullptr,
                             {.blocked_src = attrs_.blocked_input, .blocked_dst = attrs_.blocked_output});
     } else {
-      PC_RETURN_IF_ERROR(CheckPlain(attrs_));
       if (dx) DirectBackwardData(g, f, dy, dx->data<T>());
       if (df) DirectBackwardWeights(g, x, dy, df->data<T>());
     }
@@ -460,6 +464,7 @@ class ConvTransposeGradKernel final : public OpKernel {
       ZeroFill(df);
       return Status::OK();
     }
+    PC_RETURN_IF_ERROR(CheckLayout<T>(g, attrs_));
     if constexpr (std::is_same_v<T, float>) {
       runtime::OneDnnHandles& h = ctx.device_as<runtime::CpuContext>().onednn();
       if (dx) PC_RETURN_IF_ERROR(conv_.Forward(h, g, dy, f, dx->data<float>()));
@@ -534,9 +539,7 @@ class FusedConvKernel final : public OpKernel {
       : attrs_(ConvAttrs::Decode(init.attrs)),
         epsilon_(init.attrs.Get<float>("epsilon")),
         relu_(init.attrs.Get<std::string>("activation") == "relu"),
-        pool_attrs_(FusedPoolAttrs::Decode(init.attrs)),
-        blocked_in_(init.attrs.Get<bool>("blocked_input")),
-        blocked_out_(init.attrs.Get<bool>("blocked_output")) {}
+        pool_attrs_(FusedPoolAttrs::Decode(init.attrs)) {}
 
   Status Run(KernelContext& ctx) override {
     ConvGeometry g = RunGeometry(ctx, attrs_);
@@ -545,9 +548,7 @@ class FusedConvKernel final : public OpKernel {
       ZeroFill(&out);
       return Status::OK();
     }
-    if (!std::is_same_v<T, float> && (blocked_in_ || blocked_out_))
-      return MakeError(ErrorCode::kUnimplemented,
-                       "blocked_input and blocked_output (oneDNN's blocked layout) need float32, not float64");
+    PC_RETURN_IF_ERROR(CheckLayout<T>(g, attrs_));
     const T* x = ctx.In(kInput).data<T>();
     const T* f = ctx.In(kFilter).data<T>();
     const T* bias = ctx.InOpt(kFBias) ? ctx.In(kFBias).data<T>() : nullptr;
@@ -582,8 +583,7 @@ class FusedConvKernel final : public OpKernel {
     }
     T* y = out.data<T>();
     if constexpr (std::is_same_v<T, float>) {
-      const nn::ActivationLayout in_layout{blocked_in_ ? nn::ActivationBlockChannels() : 0};
-      const nn::ActivationLayout out_layout{blocked_out_ ? nn::ActivationBlockChannels() : 0};
+      const nn::ActivationLayout in_layout = Layout(attrs_.blocked_input), out_layout = Layout(attrs_.blocked_output);
       const nn::WinogradEpilogue epilogue{.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr};
       if (!unchanged) wino_ready_ = small_ready_ = false;
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) && (!pool || nn::WinogradPoolFits(g, *pool))) {
@@ -592,15 +592,16 @@ class FusedConvKernel final : public OpKernel {
         wino_.Forward(g, x, in_layout, y, out_layout, epilogue, nn::ConvThreads(g));
         return Status::OK();
       }
-      if (nn::WinogradEnabled() && nn::SmallConvFits(g) && !blocked_in_ && (!pool || nn::WinogradPoolFits(g, *pool))) {
+      if (nn::WinogradEnabled() && nn::SmallConvFits(g) && !attrs_.blocked_input &&
+          (!pool || nn::WinogradPoolFits(g, *pool))) {
         if (!small_ready_) small_.SetFilter(g, filter);
         small_ready_ = true;
         small_.Forward(g, x, y, out_layout, epilogue, nn::ConvThreads(g));
         return Status::OK();
       }
-      return conv_.Forward(ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter, y, bias, relu_,
-                           pool ? &*pool : nullptr,
-                           {.blocked_src = blocked_in_, .blocked_dst = blocked_out_, .weights_unchanged = unchanged});
+      return conv_.Forward(
+          ctx.device_as<runtime::CpuContext>().onednn(), g, x, filter, y, bias, relu_, pool ? &*pool : nullptr,
+          {.blocked_src = attrs_.blocked_input, .blocked_dst = attrs_.blocked_output, .weights_unchanged = unchanged});
     }
     if (pool) {
       unpooled_.resize(g.n * g.o * g.w.out[0] * g.w.out[1]);
@@ -623,7 +624,6 @@ class FusedConvKernel final : public OpKernel {
   float epsilon_;
   bool relu_;
   FusedPoolAttrs pool_attrs_;
-  bool blocked_in_, blocked_out_;
   ParamSnapshot<T> params_;
   std::vector<T> filter_, bias_;  // folded parameters, sized once
   std::vector<T> unpooled_;       // float64 with a pooling: the convolution's output

@@ -114,8 +114,9 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const dnnl::engine& eng, con
   return pd;
 }
 
-/// An error when a blocked activation's channels are not a whole number of blocks.
-Status CheckBlockable(const ConvGeometry& g, bool blocked_src, bool blocked_dst) {
+}  // namespace
+
+Status CheckBlockedChannels(const ConvGeometry& g, bool blocked_src, bool blocked_dst) {
   if ((blocked_src && ActivationBlockTag(g.c) == Tag::undef) || (blocked_dst && ActivationBlockTag(g.o) == Tag::undef))
     return MakeError(ErrorCode::kInvalidArgument,
                      "a blocked (nChw{}c) convolution input or output needs a multiple of {} channels, but it has {} "
@@ -123,8 +124,6 @@ Status CheckBlockable(const ConvGeometry& g, bool blocked_src, bool blocked_dst)
                      ActivationBlockChannels(), ActivationBlockChannels(), g.c, g.o);
   return Status::OK();
 }
-
-}  // namespace
 
 int ConvThreads(const ConvGeometry& g) {
   return runtime::OneDnnThreads(2.0 * g.n * g.o * g.w.out[0] * g.w.out[1] * g.c_per_group() * g.w.kernel[0] *
@@ -194,7 +193,7 @@ Status OneDnnConv::Forward(runtime::OneDnnHandles& h, const ConvGeometry& g, con
                            const float* bias, bool relu, const ConvPool* pool, ConvForwardIo io) {
   const int threads = ConvThreads(g);
   runtime::ScopedMaxThreads cap(threads);
-  PC_RETURN_IF_ERROR(CheckBlockable(g, io.blocked_src, io.blocked_dst));
+  PC_RETURN_IF_ERROR(CheckBlockedChannels(g, io.blocked_src, io.blocked_dst));
   return Guarded("forward", [&] {
     bool has_bias = bias != nullptr;
     const std::optional<ConvPool> want_pool = pool ? std::optional<ConvPool>(*pool) : std::nullopt;
@@ -284,7 +283,7 @@ Status OneDnnConv::BackwardData(runtime::OneDnnHandles& h, const ConvGeometry& g
                                 float* dx, ConvBackwardIo io) {
   const int threads = ConvThreads(g);
   runtime::ScopedMaxThreads cap(threads);
-  PC_RETURN_IF_ERROR(CheckBlockable(g, io.blocked_src, io.blocked_dst));
+  PC_RETURN_IF_ERROR(CheckBlockedChannels(g, io.blocked_src, io.blocked_dst));
   return Guarded("backward-data", [&] {
     if (!bwd_data_ || !(bwd_data_->g == g) || bwd_data_->threads != threads || !(bwd_data_->io == io)) {
       auto b = std::make_unique<BackwardData_>();
@@ -341,7 +340,7 @@ Status OneDnnConv::BackwardWeightsImpl(runtime::OneDnnHandles& h, const ConvGeom
                                        bool dy_reordered_by_backward_data) {
   const int threads = ConvThreads(g);
   runtime::ScopedMaxThreads cap(threads);
-  PC_RETURN_IF_ERROR(CheckBlockable(g, io.blocked_src, io.blocked_dst));
+  PC_RETURN_IF_ERROR(CheckBlockedChannels(g, io.blocked_src, io.blocked_dst));
   return Guarded("backward-weights", [&] {
     if (!bwd_weights_ || !(bwd_weights_->g == g) || bwd_weights_->threads != threads || !(bwd_weights_->io == io)) {
       auto b = std::make_unique<BackwardWeights_>();

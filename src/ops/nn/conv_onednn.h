@@ -58,6 +58,9 @@ struct ConvBackwardIo {
 dnnl::memory::format_tag ActivationBlockTag(int64_t channels);
 /// The block ActivationBlockTag uses on this CPU (16 or 8 channels).
 int ActivationBlockChannels();
+/// An error unless the channels of each activation said to be blocked (x's for `blocked_src`, y's for
+/// `blocked_dst`) are a whole number of blocks: every kernel checks it before it reads or writes one.
+Status CheckBlockedChannels(const ConvGeometry& g, bool blocked_src, bool blocked_dst);
 
 /// The threads for a convolution of `g` (runtime::OneDnnThreads of its multiply-adds), on oneDNN or
 /// paddlec's own kernels. oneDNN primitives are created and run under the same count, since oneDNN

@@ -40,8 +40,9 @@ struct ConvAttrs {
   // cuDNN hints of conv2d / depthwise_conv2d / conv2d_transpose (defaults: heuristics, 512 MB).
   bool exhaustive_search = false;
   int workspace_size_mb = 512;
-  // conv2d / depthwise_conv2d (and their gradients) only: activations in oneDNN's channel-blocked
-  // layout, set by the layout pass; Input (and Input@GRAD), and Output (and Output@GRAD).
+  // conv2d / depthwise_conv2d (and their gradients) and fused_conv2d_bn_act: activations in oneDNN's
+  // channel-blocked layout, set by the layout pass; Input (and Input@GRAD), and Output (and
+  // Output@GRAD).
   bool blocked_input = false, blocked_output = false;
 
   static ConvAttrs Decode(const AttrReader& a) {

@@ -203,6 +203,46 @@ TEST_CASE("conv2d shape errors name the slots and shapes") {
   }
 }
 
+// blocked_input / blocked_output (set by the layout pass) on tensors whose channels are not whole
+// blocks, or on float64: an error from every kernel, never a read past the tensor. 12 channels are
+// a whole number of neither 8- nor 16-channel blocks; 12 -> 12 3x3 runs on Winograd, 12 -> 2 on
+// oneDNN.
+TEST_CASE("conv2d, conv2d_grad and fused_conv2d_bn_act refuse blocked activations that are not whole channel blocks") {
+  for (int64_t out_channels : {12, 2}) {
+    for (const char* attr : {"blocked_input", "blocked_output"}) {
+      CAPTURE(out_channels);
+      CAPTURE(attr);
+      const Dims x{2, 12, 6, 6}, f{out_channels, 12, 3, 3}, y{2, out_channels, 6, 6};
+      OpTest fwd("conv2d");
+      fwd.Input("Input", RandomTensor(DType::kFloat32, x, 40)).Input("Filter", RandomTensor(DType::kFloat32, f, 41));
+      fwd.Output("Output").Attr("paddings", std::vector<int>{1, 1}).Attr(attr, true);
+      Status st = fwd.Run();
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.error().message().find("needs a multiple of") != std::string::npos);
+      OpTest grad("conv2d_grad");
+      grad.Input("Input", RandomTensor(DType::kFloat32, x, 42)).Input("Filter", RandomTensor(DType::kFloat32, f, 43));
+      grad.Input("Output@GRAD", RandomTensor(DType::kFloat32, y, 44)).Output("Input@GRAD").Output("Filter@GRAD");
+      grad.Attr("paddings", std::vector<int>{1, 1}).Attr(attr, true);
+      st = grad.Run();
+      REQUIRE_FALSE(st.ok());
+      CHECK(st.error().message().find("needs a multiple of") != std::string::npos);
+    }
+  }
+  OpTest fused("fused_conv2d_bn_act");
+  fused.Input("Input", RandomTensor(DType::kFloat32, {2, 12, 6, 6}, 47));
+  fused.Input("Filter", RandomTensor(DType::kFloat32, {12, 12, 3, 3}, 48)).Output("Output");
+  fused.Attr("paddings", std::vector<int>{1, 1}).Attr("blocked_input", true);
+  Status fused_st = fused.Run();
+  REQUIRE_FALSE(fused_st.ok());
+  CHECK(fused_st.error().message().find("needs a multiple of") != std::string::npos);
+  OpTest wide("conv2d");
+  wide.Input("Input", RandomTensor(DType::kFloat64, {1, 16, 4, 4}, 45));
+  wide.Input("Filter", RandomTensor(DType::kFloat64, {16, 16, 3, 3}, 46)).Output("Output").Attr("blocked_input", true);
+  Status st = wide.Run();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message().find("float32") != std::string::npos);
+}
+
 // Central differences in float64 with step 1e-6: the loss is bilinear in Input and Filter, so the
 // only error is rounding (~1e-10); tolerance 1e-7 absolute + 1e-6 relative.
 TEST_CASE("conv2d_grad matches central differences") {
