@@ -12,8 +12,9 @@
 //   - conv2d (one group, NCHW) and fused_conv2d_bn_act: Input and Output, flagged by blocked_input
 //     and blocked_output; conv2d_grad: Input with Input@GRAD, and Output@GRAD, flagged the same way;
 //   - batch_norm (NCHW): X with Y; batch_norm_grad: X with Y@GRAD and X@GRAD; flagged by blocked;
-//   - element-wise ops whose tensors all have one shape (relu, elementwise_add, sum, ..., and their
-//     gradients): all of them, with no flag, since position i means the same element in each.
+//   - element-wise ops whose tensors all have one shape, known but for the batch (relu,
+//     elementwise_add, sum, ..., and their gradients): all of them, with no flag, since position i
+//     means the same element in each.
 // Tensors an op ties together (the last two cases, and a variable with its own gradient in
 // conv2d_grad) are blocked together or not at all, and only groups a convolution reads or writes
 // are blocked (elsewhere there is no reorder to save). Since a blocked tensor's bytes are no longer
@@ -142,7 +143,9 @@ class LayoutPass final : public Pass {
       return Sides{{{"X", "x"}, {"Y@GRAD", "x"}, {"X@GRAD", "x"}}};
     }
     if (ElementWise(t)) {
-      // Aligned only when every tensor has the same dims (no broadcast).
+      // Aligned only when every tensor has the same dims (no broadcast). Unknown channel or spatial
+      // dims could turn out 1 at run time and broadcast, which the blocked layout would scramble; a
+      // batch broadcast keeps each image's blocks aligned.
       std::optional<Dims> shape;
       Sides sides;
       for (const auto* slots : {&op.inputs(), &op.outputs()})
@@ -152,6 +155,7 @@ class LayoutPass final : public Pass {
             const pb::VarDesc* v = block.FindVar(a);
             auto dims = v != nullptr && ir::IsTensorVar(*v) ? ir::VarDims(*v) : StatusOr<Dims>(Dims{});
             if (!dims.ok() || dims->rank() != 4 || (shape && !(*shape == *dims))) return std::nullopt;
+            if ((*dims)[1] < 0 || (*dims)[2] < 0 || (*dims)[3] < 0) return std::nullopt;
             shape = *dims;
           }
           sides.slots.emplace_back(s.parameter(), "x");
