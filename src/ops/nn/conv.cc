@@ -5,8 +5,8 @@
 //
 // float32 runs on paddlec's own kernels where they beat oneDNN 2.6 on AVX2 machines: Winograd
 // F(2x2, 3x3) for 3x3 stride-1 convolutions of 8+ channels between blocked tensors and of 32+ on
-// plain NCHW ones, in all three directions (winograd.h), and a direct kernel for inputs of 1-4
-// channels (conv_direct.h); everything else on oneDNN (conv_onednn.h). PADDLEC_WINOGRAD=off keeps
+// plain NCHW ones, in all three directions (winograd.h), and direct kernels for inputs of 1-4
+// channels, forward and filter gradient (conv_direct.h); everything else on oneDNN (conv_onednn.h). PADDLEC_WINOGRAD=off keeps
 // oneDNN throughout. float64 runs direct loops, which exist for precise gradient checks.
 // oneDNN's layout choice, measured on this machine (Zen5, AVX-512; ms per call, batch 64,
 // 3x3, pad 1; "blocked" = oneDNN's own layouts including the reorders on every call; each cell is
@@ -351,10 +351,14 @@ class ConvGradKernel final : public OpKernel {
         wino_.SetFilterForBackwardData(g, f);
         wino_.BackwardData(g, dy, y_layout, dx->data<float>(), x_layout, nn::ConvThreads(g));
       }
+      // An image's first layer (few input channels): its filter gradient on conv_direct.h's kernel.
+      const bool small_df =
+          df != nullptr && !winograd && nn::WinogradEnabled() && nn::SmallConvFits(g) && !attrs_.blocked_input;
       if (df != nullptr && winograd)
         nn::WinogradBackwardWeights(g, x, x_layout, dy, y_layout, df->data<float>(), nn::ConvThreads(g));
+      if (small_df) nn::SmallConvBackwardWeights(g, x, dy, y_layout, df->data<float>(), nn::ConvThreads(g));
       return conv_.Backward(h, g, x, f, dy, dx != nullptr && !wino_dx ? dx->data<float>() : nullptr,
-                            df != nullptr && !winograd ? df->data<float>() : nullptr,
+                            df != nullptr && !winograd && !small_df ? df->data<float>() : nullptr,
                             {.blocked_src = attrs_.blocked_input, .blocked_dst = attrs_.blocked_output});
     } else {
       if (dx) DirectBackwardData(g, f, dy, dx->data<T>());

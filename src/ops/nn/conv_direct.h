@@ -5,7 +5,8 @@
 // Each output pixel of 8 output channels is one AVX2 register accumulating C x KH x KW broadcast
 // inputs times filter vectors; the bias, the relu and a 2x2 stride-2 pooling run on the registers,
 // so with a pooling only the pooled result is written (LeNet's first layer: a quarter of the bytes).
-// Work is handed out per (image, 8 output channels) to whichever thread is free.
+// Work is handed out per (image, 8 output channels) to whichever thread is free. The filter gradient
+// (SmallConvBackwardWeights) runs the same way, with the 8 channels' taps as accumulators.
 #pragma once
 
 #include <vector>
@@ -20,6 +21,15 @@ inline constexpr int64_t kSmallConvMaxChannels = 4;
 /// Whether SmallChannelConv computes `g`: one group, at most kSmallConvMaxChannels input and at
 /// least 8 output channels, stride 1, no dilation, a kernel of at most 7 x 7.
 bool SmallConvFits(const ConvGeometry& g);
+
+/// dF = the filter gradient (OIHW) of a convolution SmallConvFits accepts, from its NCHW input x and
+/// its output gradient dy in `dy_layout`, on up to `threads` threads. Each 8 output channels' taps
+/// accumulate in registers, one lane per channel, over every output pixel; images are summed in a
+/// fixed order, so the result does not depend on the thread count. oneDNN 2.6 computed LeNet's
+/// first-layer gradient (64 x 1 x 28 x 28 to 32 channels) in 1.7 ms, plus 0.5 ms reordering x and
+/// dy into 8-channel blocks.
+void SmallConvBackwardWeights(const ConvGeometry& g, const float* x, const float* dy, ActivationLayout dy_layout,
+                              float* df, int threads);
 
 /// One convolution's packed filter and its runs. Not thread-safe: one instance per op instance.
 class SmallChannelConv {
