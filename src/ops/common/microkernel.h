@@ -20,8 +20,10 @@ struct TileEpilogue {
 };
 
 /// C[6 x 16] = A[6 x depth] * B[depth x 16] (plus C's own values when `accumulate`), then the
-/// epilogue: A's rows at stride lda, B's rows at stride ldb, C's at stride ldc. The accumulators
-/// are named: GCC stores an array of them to the stack on every iteration.
+/// epilogue: A's rows at stride lda (or, with kTransposedA, A stored [depth x 6] as columns at
+/// stride lda: a gradient's X^T read in place), B's rows at stride ldb, C's at stride ldc. The
+/// accumulators are named: GCC stores an array of them to the stack on every iteration.
+template <bool kTransposedA = false>
 inline void MicroTile(int64_t depth, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                       TileEpilogue e = {}, bool accumulate = false) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
@@ -34,25 +36,28 @@ inline void MicroTile(int64_t depth, const float* a, int64_t lda, const float* b
     c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
     c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
   }
-  const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
+  // Element (r, k) of A is at a + r * row + k * col.
+  const int64_t row = kTransposedA ? 1 : lda, col = kTransposedA ? lda : 1;
+  const float *a0 = a, *a1 = a + row, *a2 = a + 2 * row, *a3 = a + 3 * row, *a4 = a + 4 * row, *a5 = a + 5 * row;
   for (int64_t k = 0; k < depth; ++k, b += ldb) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    __m256 v = _mm256_broadcast_ss(a0 + k);
+    const int64_t q = k * col;
+    __m256 v = _mm256_broadcast_ss(a0 + q);
     c00 = _mm256_fmadd_ps(v, b0, c00);
     c01 = _mm256_fmadd_ps(v, b1, c01);
-    v = _mm256_broadcast_ss(a1 + k);
+    v = _mm256_broadcast_ss(a1 + q);
     c10 = _mm256_fmadd_ps(v, b0, c10);
     c11 = _mm256_fmadd_ps(v, b1, c11);
-    v = _mm256_broadcast_ss(a2 + k);
+    v = _mm256_broadcast_ss(a2 + q);
     c20 = _mm256_fmadd_ps(v, b0, c20);
     c21 = _mm256_fmadd_ps(v, b1, c21);
-    v = _mm256_broadcast_ss(a3 + k);
+    v = _mm256_broadcast_ss(a3 + q);
     c30 = _mm256_fmadd_ps(v, b0, c30);
     c31 = _mm256_fmadd_ps(v, b1, c31);
-    v = _mm256_broadcast_ss(a4 + k);
+    v = _mm256_broadcast_ss(a4 + q);
     c40 = _mm256_fmadd_ps(v, b0, c40);
     c41 = _mm256_fmadd_ps(v, b1, c41);
-    v = _mm256_broadcast_ss(a5 + k);
+    v = _mm256_broadcast_ss(a5 + q);
     c50 = _mm256_fmadd_ps(v, b0, c50);
     c51 = _mm256_fmadd_ps(v, b1, c51);
   }

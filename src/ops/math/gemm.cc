@@ -130,18 +130,29 @@ int64_t Panels(int64_t n) { return (n + kTileCols - 1) / kTileCols; }
 int64_t PanelStart(int64_t p, int64_t n) { return std::min(p * kTileCols, n - kTileCols); }
 int64_t PackedSize(const GemmShape& s) { return s.k * Panels(s.n) * kTileCols; }
 
+/// Widest product whose A TiledGemm reads transposed (a weight gradient, X^T dY) in place. Each
+/// column of A^T is a separate cache line for each k, so a tile of A costs more to read than in
+/// rows, and it is read once per group of panels: measured against oneDNN 2.6's matmul (2 threads,
+/// caches flushed between calls), 512x512x256 0.81-0.82 of its time, 512x64x256 0.81-0.83,
+/// 3136x64x128 0.90-0.97, 256x64x16 0.53-0.64, but 784x512x512 1.08 and 784x64x512 1.08-1.10.
+constexpr int64_t kTransposedAMaxCols = 256;
+
+/// Whether TiledGemm reads `s`'s A as stored: always untransposed, transposed up to
+/// kTransposedAMaxCols columns.
+bool TiledTranspositionFits(const GemmShape& s) { return !s.trans_a || s.n <= kTransposedAMaxCols; }
+
 /// Whether TiledGemm computes `s` with B copied 128 rows at a time as panels need it: one 2-D
-/// untransposed product of 6 to kTiledMaxRows rows and at least 16 columns.
+/// product of 6 to kTiledMaxRows rows and at least 16 columns, B untransposed.
 bool CopiedFits(const GemmShape& s) {
-  return s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b && s.m >= kTileRows && s.m <= kTiledMaxRows &&
-         s.n >= kTileCols;
+  return s.c_batch.Numel() == 1 && TiledTranspositionFits(s) && !s.trans_b && s.m >= kTileRows &&
+         s.m <= kTiledMaxRows && s.n >= kTileCols;
 }
-/// Whether TiledGemm computes `s` from a packed B (PackB): one 2-D untransposed product of at least
-/// one whole 6 x 16 tile, at most kMaxPackedDepth deep. Transposed operands stay on oneDNN: packed
-/// the same way, they measured slower than its matmul in 7 of the 9 transposed products of MLP (batch
-/// 64 and 512) and LeNet training.
+/// Whether TiledGemm computes `s` from a packed B (PackB): one 2-D product of at least one whole
+/// 6 x 16 tile, at most kMaxPackedDepth deep, B untransposed and A as TiledTranspositionFits says.
+/// A transposed B stays on oneDNN: packed from its columns, transposed operands measured slower than
+/// its matmul in 7 of the 9 transposed products of MLP (batch 64 and 512) and LeNet training.
 bool PackedFits(const GemmShape& s) {
-  return s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b && s.m >= kTileRows && s.n >= kTileCols &&
+  return s.c_batch.Numel() == 1 && TiledTranspositionFits(s) && !s.trans_b && s.m >= kTileRows && s.n >= kTileCols &&
          s.k <= kMaxPackedDepth && PackedSize(s) <= kMaxPackedB;
 }
 
@@ -196,6 +207,14 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   const int64_t group =
       packed ? std::clamp<int64_t>(row_blocks * panels / (4 * std::max(threads, 1)), 1, kMaxPanelGroup) : 1;
   const int64_t groups = (panels + group - 1) / group, tasks = row_blocks * groups;
+  // A is read in place either way: rows K apart, or (trans_a) columns M apart.
+  auto tile = [&](int64_t depth, const float* at, const float* block, float* out, int64_t ldc, TileEpilogue te,
+                  bool acc) {
+    if (s.trans_a)
+      MicroTile<true>(depth, at, m, block, kTileCols, out, ldc, te, acc);
+    else
+      MicroTile(depth, at, k, block, kTileCols, out, ldc, te, acc);
+  };
   auto task = [&](int64_t id) {
     const int64_t rb = id / groups, p_begin = id % groups * group, p_end = std::min(panels, p_begin + group);
     const int64_t t_begin = rb * block_tiles, t_end = std::min(row_tiles, t_begin + block_tiles);
@@ -210,13 +229,13 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
       }
       for (int64_t t = t_begin; t < t_end; ++t) {
         const int64_t i_new = t * kTileRows, i0 = std::min(i_new, m - kTileRows);
-        const float* at = a + i0 * k + k0;
+        const float* at = s.trans_a ? a + k0 * m + i0 : a + i0 * k + k0;
         for (int64_t p = p_begin; p < p_end; ++p) {
           const int64_t j_new = p * kTileCols, j0 = PanelStart(p, n), cols_new = j0 + kTileCols - j_new;
           const float* block = packed ? packed + (p * k + k0) * kTileCols : copied;
           const TileEpilogue te = final ? TileEpilogue{e.bias ? bias + j0 : nullptr, e.relu} : TileEpilogue{};
           if (i0 == i_new && j0 == j_new) {
-            MicroTile(depth, at, k, block, kTileCols, c + i0 * n + j0, n, te, acc);
+            tile(depth, at, block, c + i0 * n + j0, n, te, acc);
             continue;
           }
           // An edge tile: only its new rows and columns are this task's; the others belong to tasks
@@ -227,7 +246,7 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
             for (int64_t r = rows_skip; r < kTileRows; ++r)
               std::copy_n(c + (i0 + r) * n + j_new, cols_new, edge + r * kTileCols + cols_skip);
           }
-          MicroTile(depth, at, k, block, kTileCols, edge, kTileCols, te, acc);
+          tile(depth, at, block, edge, kTileCols, te, acc);
           for (int64_t r = rows_skip; r < kTileRows; ++r)
             std::copy_n(edge + r * kTileCols + cols_skip, cols_new, c + (i0 + r) * n + j_new);
         }

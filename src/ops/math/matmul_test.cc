@@ -264,7 +264,8 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
   // tiles, the last overlapping the one before, and 37 columns three panels, the last overlapping.
   // 130 x 1100 x 100 has rows in 3 blocks (1100 deep keeps 8 tiles of A in L2), two passes over
   // each panel (the second accumulates into C, edge tiles included) and its 7 panels in groups of
-  // 4 (one thread) or 2 (two threads), the last group short. The transposed variants run on oneDNN.
+  // 4 (one thread) or 2 (two threads), the last group short. X transposed runs there too (read in
+  // place, by columns); Y transposed runs on oneDNN.
   struct Shape {
     int64_t m, k, n;
   };
@@ -299,8 +300,8 @@ TEST_CASE("matmul_v2 and its gradient in float32 on two threads") {
 
   Tensor x1 = RandomTensor(DType::kFloat32, {64, 200}, 24);
   Tensor dout = RandomTensor(DType::kFloat32, {3, 64, 96}, 25);
-  auto g =
-      RunOpNamedBySlot("matmul_v2_grad", {{"X", x1}, {"Y", yb}, {"Out@GRAD", dout}}, {}, {"X@GRAD", "Y@GRAD"}, {.threads = 2});
+  auto g = RunOpNamedBySlot("matmul_v2_grad", {{"X", x1}, {"Y", yb}, {"Out@GRAD", dout}}, {}, {"X@GRAD", "Y@GRAD"},
+                            {.threads = 2});
   // X@GRAD = sum_b dOut[b] Y[b]^T (3 * 96 terms); Y@GRAD[b] = X^T dOut[b] (64 terms).
   std::vector<double> ref_dx(64 * 200, 0.0), ref_dy(3 * 200 * 96, 0.0);
   const std::vector<double> d = ToDoubles(dout), w = ToDoubles(yb), xv = ToDoubles(x1);
