@@ -35,14 +35,15 @@ void SmallChannelConv::SetFilter(const ConvGeometry& g, const float* w) {
 #if defined(__AVX2__) && defined(__FMA__)
 namespace {
 
-/// Four adjacent output pixels of 8 channels whose windows lie inside the input: each filter vector
-/// is loaded once for the four (the tap loop is unrolled for the kernel width KW).
+/// Eight adjacent output pixels of 8 channels whose windows lie inside the input: each filter
+/// vector is loaded once for the eight (the tap loop is unrolled for the kernel width KW), and the
+/// eight sums are independent, enough to hide the FMA latency (four ran at half the FMA rate).
 template <int KW>
-void FourPixels(const float* x, int64_t c_stride, int64_t row_stride, int64_t channels, int64_t i0, int64_t i1,
-                int64_t kh, const float* w, __m256 bias, bool relu, float* out) {
-  __m256 a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+void EightPixels(const float* x, int64_t c_stride, int64_t row_stride, int64_t channels, int64_t kh, const float* w,
+                 __m256 bias, bool relu, float* out) {
+  __m256 a0 = bias, a1 = bias, a2 = bias, a3 = bias, a4 = bias, a5 = bias, a6 = bias, a7 = bias;
   for (int64_t c = 0; c < channels; ++c)
-    for (int64_t i = i0; i < i1; ++i) {
+    for (int64_t i = 0; i < kh; ++i) {
       const float* xr = x + c * c_stride + i * row_stride;
       const float* wr = w + (c * kh + i) * KW * 8;
 #pragma GCC unroll 7
@@ -52,25 +53,19 @@ void FourPixels(const float* x, int64_t c_stride, int64_t row_stride, int64_t ch
         a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 1), wj, a1);
         a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 2), wj, a2);
         a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 3), wj, a3);
+        a4 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 4), wj, a4);
+        a5 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 5), wj, a5);
+        a6 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 6), wj, a6);
+        a7 = _mm256_fmadd_ps(_mm256_broadcast_ss(xr + j + 7), wj, a7);
       }
     }
-  if (relu) {
-    const __m256 zero = _mm256_setzero_ps();
-    a0 = _mm256_max_ps(a0, zero);
-    a1 = _mm256_max_ps(a1, zero);
-    a2 = _mm256_max_ps(a2, zero);
-    a3 = _mm256_max_ps(a3, zero);
-  }
-  _mm256_storeu_ps(out, a0);
-  _mm256_storeu_ps(out + 8, a1);
-  _mm256_storeu_ps(out + 16, a2);
-  _mm256_storeu_ps(out + 24, a3);
+  __m256 acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+  for (int q = 0; q < 8; ++q) _mm256_storeu_ps(out + 8 * q, relu ? _mm256_max_ps(acc[q], _mm256_setzero_ps()) : acc[q]);
 }
 
-using FourPixelsFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, __m256,
-                              bool, float*);
-constexpr FourPixelsFn kFourPixels[] = {nullptr,       FourPixels<1>, FourPixels<2>, FourPixels<3>,
-                                        FourPixels<4>, FourPixels<5>, FourPixels<6>, FourPixels<7>};
+using EightPixelsFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, const float*, __m256, bool, float*);
+constexpr EightPixelsFn kEightPixels[] = {nullptr,        EightPixels<1>, EightPixels<2>, EightPixels<3>,
+                                          EightPixels<4>, EightPixels<5>, EightPixels<6>, EightPixels<7>};
 
 }  // namespace
 
@@ -82,9 +77,9 @@ void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, 
   const bool pooled = e.pool != nullptr, pool_max = pooled && e.pool->max;
   const int64_t YH = pooled ? OH / 2 : OH, YW = pooled ? OW / 2 : OW;
   // Each item copies its image into a zero-padded buffer first, so that every window lies inside
-  // it: rows cover the padding, columns also the last group of four pixels' overrun.
-  const int64_t OW4 = (OW + 3) / 4 * 4, PH = OH + KH - 1, PW = OW4 + KW - 1;
-  const FourPixelsFn four = kFourPixels[KW];
+  // it: rows cover the padding, columns also the last group of eight pixels' overrun.
+  const int64_t OW8 = (OW + 7) / 8 * 8, PH = OH + KH - 1, PW = OW8 + KW - 1;
+  const EightPixelsFn eight = kEightPixels[KW];
 
   struct Buffers {
     std::vector<float> image, rows;
@@ -105,10 +100,10 @@ void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, 
         if (c1 > c0)
           std::copy_n(x + ((n * C + c) * H + h) * W + c0 - pl, c1 - c0, buf.image.data() + (c * PH + r) * PW + c0);
       }
-    buf.rows.resize(2 * OW4 * 8);
+    buf.rows.resize(2 * OW8 * 8);
     auto conv_row = [&](int64_t oh, float* out) {
-      for (int64_t ow = 0; ow < OW4; ow += 4)
-        four(buf.image.data() + oh * PW + ow, PH * PW, PW, C, 0, KH, KH, wv, bias, e.relu, out + 8 * ow);
+      for (int64_t ow = 0; ow < OW8; ow += 8)
+        eight(buf.image.data() + oh * PW + ow, PH * PW, PW, C, KH, wv, bias, e.relu, out + 8 * ow);
     };
     // Where output pixel (h, w)'s 8 channels go: contiguous in a blocked layout, a plane apart in NCHW.
     const int64_t b = yl.block;
@@ -133,11 +128,11 @@ void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, 
     const __m256 quarter = _mm256_set1_ps(0.25f);
     for (int64_t ph = 0; ph < YH; ++ph) {
       conv_row(2 * ph, buf.rows.data());
-      conv_row(2 * ph + 1, buf.rows.data() + 8 * OW4);
+      conv_row(2 * ph + 1, buf.rows.data() + 8 * OW8);
       for (int64_t pw = 0; pw < YW; ++pw) {
         const float* r = buf.rows.data() + 16 * pw;
         const __m256 p = _mm256_loadu_ps(r), q = _mm256_loadu_ps(r + 8);
-        const __m256 u = _mm256_loadu_ps(r + 8 * OW4), v = _mm256_loadu_ps(r + 8 * OW4 + 8);
+        const __m256 u = _mm256_loadu_ps(r + 8 * OW8), v = _mm256_loadu_ps(r + 8 * OW8 + 8);
         store(ph, pw,
               pool_max ? _mm256_max_ps(_mm256_max_ps(p, q), _mm256_max_ps(u, v))
                        : _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(p, q), _mm256_add_ps(u, v)), quarter));
