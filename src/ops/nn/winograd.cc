@@ -1,6 +1,9 @@
-// Winograd F(2x2, 3x3) convolution (winograd.h), with the transform matrices
+// Winograd F(2x2, 3x3) and F(4x4, 3x3) convolution (winograd.h). F(2x2, 3x3)'s transform matrices
+// are
 //   B' = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
-//   A' = [1 1 1 0; 0 1 -1 -1].
+//   A' = [1 1 1 0; 0 1 -1 -1];
+// F(4x4, 3x3)'s are written where they are applied (FilterColumn, InputTile4, OutputTile4). The
+// filter gradient (WinogradBackwardWeights) uses 2x2 tiles only.
 #include "nn/winograd.h"
 
 #include <omp.h>
@@ -40,20 +43,47 @@ bool FitsCommon(const ConvGeometry& g) {
 #endif
 }
 
-/// U = G g G' for one 3x3 filter, written at u[xi * stride].
-void TransformFilter(const float g[9], float* u, int64_t stride) {
-  float t[4][3];  // G g
-  for (int j = 0; j < 3; ++j) {
-    t[0][j] = g[j];
-    t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-    t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-    t[3][j] = g[6 + j];
+/// The filter transforms work on kLanes output channels at once (one vector per tap): a training
+/// step transforms every filter again, and one channel pair at a time it cost as much as a small
+/// batch (ResNet-20 has about 32,000 pairs).
+using Lanes = float[kLanes];
+
+/// out[0..tile+1] = G times the column (a, b, c), lane by lane, for F(tile x tile, 3x3):
+///   F(2x2): G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1];
+///   F(4x4): G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1],
+/// its fractions as multiplies by their rounded values.
+template <int kTile>
+void FilterColumn(const Lanes& a, const Lanes& b, const Lanes& c, Lanes* out) {
+  for (int l = 0; l < kLanes; ++l) {
+    if constexpr (kTile == 2) {
+      out[0][l] = a[l];
+      out[1][l] = 0.5f * (a[l] + b[l] + c[l]);
+      out[2][l] = 0.5f * (a[l] - b[l] + c[l]);
+      out[3][l] = c[l];
+    } else {
+      constexpr float k6 = 1.0f / 6, k12 = 1.0f / 12, k24 = 1.0f / 24;
+      const float ac = a[l] + c[l];
+      out[0][l] = a[l] * 0.25f;
+      out[1][l] = -(ac + b[l]) * k6;
+      out[2][l] = -(ac - b[l]) * k6;
+      out[3][l] = a[l] * k24 + b[l] * k12 + c[l] * k6;
+      out[4][l] = a[l] * k24 - b[l] * k12 + c[l] * k6;
+      out[5][l] = c[l];
+    }
   }
-  for (int i = 0; i < 4; ++i) {
-    u[(i * 4 + 0) * stride] = t[i][0];
-    u[(i * 4 + 1) * stride] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-    u[(i * 4 + 2) * stride] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-    u[(i * 4 + 3) * stride] = t[i][2];
+}
+
+/// U = G g G' for kLanes 3x3 filters (g[tap][lane]), U[xi] written at u + xi * stride (xi = (tile +
+/// 2) i + j), kLanes consecutive floats.
+template <int kTile>
+void TransformFilters(const Lanes g[9], float* u, int64_t stride) {
+  constexpr int kIn = kTile + 2;
+  Lanes t[3][kIn];  // column j of g, transformed
+  for (int j = 0; j < 3; ++j) FilterColumn<kTile>(g[j], g[3 + j], g[6 + j], t[j]);
+  for (int i = 0; i < kIn; ++i) {
+    Lanes r[kIn];
+    FilterColumn<kTile>(t[0][i], t[1][i], t[2][i], r);
+    for (int j = 0; j < kIn; ++j) std::copy_n(r[j], kLanes, u + (i * kIn + j) * stride);
   }
 }
 
@@ -92,37 +122,46 @@ bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p) {
 /// the top and left (the bottom and right follow from the sizes).
 struct WinogradConv::Shape {
   int64_t n, c, k, h, w, oh, ow, pt, pl;
-  int64_t th() const { return (oh + 1) / 2; }
-  int64_t tw() const { return (ow + 1) / 2; }
-  int64_t tiles() const { return n * th() * tw(); }
 };
 
-void WinogradConv::SetFilter(const ConvGeometry& g, const float* w) {
-  Transform(g.c, g.o,
+void WinogradConv::SetFilter(const ConvGeometry& g, const float* w, int tile) {
+  Transform(tile != 0 ? tile : WinogradTile(g.w.out[0], g.w.out[1]), g.c, g.o,
             [&](int64_t k, int64_t c, float f[9]) { std::copy(w + (k * g.c + c) * 9, w + (k * g.c + c + 1) * 9, f); });
 }
 
-void WinogradConv::SetFilterForBackwardData(const ConvGeometry& g, const float* w) {
+void WinogradConv::SetFilterForBackwardData(const ConvGeometry& g, const float* w, int tile) {
   // dx's channel k is the forward input channel, dy's channel c the forward output channel.
-  Transform(g.o, g.c, [&](int64_t k, int64_t c, float f[9]) {
+  Transform(tile != 0 ? tile : WinogradTile(g.w.in[0], g.w.in[1]), g.o, g.c, [&](int64_t k, int64_t c, float f[9]) {
     const float* src = w + (c * g.c + k) * 9;
     for (int i = 0; i < 9; ++i) f[i] = src[8 - i];
   });
 }
 
+int WinogradTile(int64_t out_h, int64_t out_w) { return std::min(out_h, out_w) >= kWinogradF4MinOutput ? 4 : 2; }
+
 template <class F>
-void WinogradConv::Transform(int64_t in, int64_t out, F&& filter) {
+void WinogradConv::Transform(int tile, int64_t in, int64_t out, F&& filter) {
+  tile_ = tile;
   in_ = in;
   in_padded_ = RoundUp(in, kLanes);
   out_ = out;
   out_padded_ = RoundUp(out, kCols);
-  u_.assign(16 * out_padded_ * in_padded_, 0.0f);
+  const int64_t points = (tile + 2) * (tile + 2);
+  u_.assign(points * out_padded_ * in_padded_, 0.0f);
   const int64_t xi_stride = out_padded_ * in_padded_;
   float f[9];
-  for (int64_t k = 0; k < out_; ++k)
-    for (int64_t c = 0; c < in_; ++c) {
-      filter(k, c, f);
-      TransformFilter(f, u_.data() + ((k / kCols) * in_padded_ + c) * kCols + k % kCols, xi_stride);
+  for (int64_t c = 0; c < in_; ++c)
+    for (int64_t k0 = 0; k0 < out_; k0 += kLanes) {
+      Lanes g[9] = {};  // tap i of output channels k0.. (zeros past the last)
+      for (int64_t l = 0; l < std::min<int64_t>(kLanes, out_ - k0); ++l) {
+        filter(k0 + l, c, f);
+        for (int i = 0; i < 9; ++i) g[i][l] = f[i];
+      }
+      float* u = u_.data() + ((k0 / kCols) * in_padded_ + c) * kCols + k0 % kCols;
+      if (tile == 4)
+        TransformFilters<4>(g, u, xi_stride);
+      else
+        TransformFilters<2>(g, u, xi_stride);
     }
 }
 
@@ -231,12 +270,117 @@ inline void OutputTile(const float* m, int64_t xi_stride, __m256 bias, bool relu
     for (int q = 0; q < 4; ++q) out[q] = _mm256_max_ps(out[q], _mm256_setzero_ps());
 }
 
+/// The 6x6 patch at (h0, w0) of F(4x4, 3x3), channels c0..c0+7, zero outside the image,
+/// transformed: V = B' d B, stored V[xi] at v + xi * xi_stride, with
+///   B' = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1].
+inline void InputTile4(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
+                       float* v, int64_t xi_stride) {
+  const __m256 two = _mm256_set1_ps(2.0f), four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
+  // B' applied to six vectors d[0], d[s], ..., d[5 s].
+  auto bt = [&](const __m256* d, int64_t ds, __m256* t, int64_t ts) {
+    const __m256 d0 = d[0], d1 = d[ds], d2 = d[2 * ds], d3 = d[3 * ds], d4 = d[4 * ds], d5 = d[5 * ds];
+    const __m256 d13 = _mm256_sub_ps(d1, d3), d42 = _mm256_sub_ps(d4, d2);
+    t[0] = _mm256_fmadd_ps(four, d0, _mm256_fnmadd_ps(five, d2, d4));
+    t[ts] = _mm256_fnmadd_ps(four, _mm256_add_ps(d1, d2), _mm256_add_ps(d3, d4));
+    t[2 * ts] = _mm256_fmadd_ps(four, _mm256_sub_ps(d1, d2), _mm256_sub_ps(d4, d3));
+    t[3 * ts] = _mm256_fnmadd_ps(two, d13, d42);
+    t[4 * ts] = _mm256_fmadd_ps(two, d13, d42);
+    t[5 * ts] = _mm256_fmadd_ps(four, d1, _mm256_fnmadd_ps(five, d3, d5));
+  };
+  __m256 d[36];
+  const int64_t row = in.w * in.block;
+  if (inside) {
+    const float* base = x + in.At(n, c0, h0, w0);
+    for (int p = 0; p < 36; ++p) d[p] = _mm256_loadu_ps(base + (p / 6) * row + (p % 6) * in.block);
+  } else {
+    const float* base = x + in.At(n, c0, 0, 0);
+    for (int p = 0; p < 36; ++p) {
+      const int64_t h = h0 + p / 6, w = w0 + p % 6;
+      d[p] = h >= 0 && w >= 0 && h < in.h && w < in.w ? _mm256_loadu_ps(base + h * row + w * in.block)
+                                                      : _mm256_setzero_ps();
+    }
+  }
+  __m256 t[36];  // B' d: column j of d transformed into column j of t
+  for (int j = 0; j < 6; ++j) bt(d + j, 6, t + j, 6);
+  __m256 r[6];  // (B' d) B: row i of t transformed
+  for (int i = 0; i < 6; ++i) {
+    bt(t + 6 * i, 1, r, 1);
+    for (int j = 0; j < 6; ++j) _mm256_storeu_ps(v + (6 * i + j) * xi_stride, r[j]);
+  }
+}
+
+/// The tile's 4x4 outputs for channels k0..k0+7 of F(4x4, 3x3): A' m A + bias, then the relu, with
+///   A' = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
+inline void OutputTile4(const float* m, int64_t xi_stride, __m256 bias, bool relu, __m256 out[16]) {
+  const __m256 two = _mm256_set1_ps(2.0f), four = _mm256_set1_ps(4.0f), eight = _mm256_set1_ps(8.0f);
+  // A' applied to six vectors: four results.
+  auto at = [&](__m256 m0, __m256 m1, __m256 m2, __m256 m3, __m256 m4, __m256 m5, __m256 r[4]) {
+    const __m256 s12 = _mm256_add_ps(m1, m2), d12 = _mm256_sub_ps(m1, m2);
+    const __m256 s34 = _mm256_add_ps(m3, m4), d34 = _mm256_sub_ps(m3, m4);
+    r[0] = _mm256_add_ps(_mm256_add_ps(m0, s12), s34);
+    r[1] = _mm256_fmadd_ps(two, d34, d12);
+    r[2] = _mm256_fmadd_ps(four, s34, s12);
+    r[3] = _mm256_add_ps(_mm256_fmadd_ps(eight, d34, d12), m5);
+  };
+  __m256 a[4][6];  // A' m: column j of m into column j of a
+  for (int j = 0; j < 6; ++j) {
+    __m256 r[4];
+    at(_mm256_loadu_ps(m + j * xi_stride), _mm256_loadu_ps(m + (6 + j) * xi_stride),
+       _mm256_loadu_ps(m + (12 + j) * xi_stride), _mm256_loadu_ps(m + (18 + j) * xi_stride),
+       _mm256_loadu_ps(m + (24 + j) * xi_stride), _mm256_loadu_ps(m + (30 + j) * xi_stride), r);
+    for (int i = 0; i < 4; ++i) a[i][j] = r[i];
+  }
+  for (int i = 0; i < 4; ++i) {
+    __m256 r[4];
+    at(a[i][0], a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], r);
+    for (int j = 0; j < 4; ++j) {
+      const __m256 v = _mm256_add_ps(r[j], bias);
+      out[4 * i + j] = relu ? _mm256_max_ps(v, _mm256_setzero_ps()) : v;
+    }
+  }
+}
+
+/// The transforms of F(2x2, 3x3) and F(4x4, 3x3), by output tile size.
+template <int kOut>
+struct TileTransforms;
+template <>
+struct TileTransforms<2> {
+  static void Input(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
+                    float* v, int64_t xi_stride) {
+    InputTile(x, in, n, c0, h0, w0, inside, v, xi_stride);
+  }
+  static void Output(const float* m, int64_t xi_stride, __m256 bias, bool relu, __m256 out[4]) {
+    OutputTile(m, xi_stride, bias, relu, out);
+  }
+};
+template <>
+struct TileTransforms<4> {
+  static void Input(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
+                    float* v, int64_t xi_stride) {
+    InputTile4(x, in, n, c0, h0, w0, inside, v, xi_stride);
+  }
+  static void Output(const float* m, int64_t xi_stride, __m256 bias, bool relu, __m256 out[16]) {
+    OutputTile4(m, xi_stride, bias, relu, out);
+  }
+};
+
 }  // namespace
 
 void WinogradConv::Run(const Shape& s, const float* x, ActivationLayout xl, float* y, ActivationLayout yl,
                        const WinogradEpilogue& e, int threads) const {
-  const int64_t C8 = in_padded_, K = s.k, KP = out_padded_, th = s.th(), tw = s.tw(), T = s.tiles();
-  const int64_t max_tiles = std::clamp<int64_t>(kBlockFloats / (16 * (C8 + KP)), kRows, kMaxBlockTiles);
+  if (tile_ == 4)
+    RunTiles<4>(s, x, xl, y, yl, e, threads);
+  else
+    RunTiles<2>(s, x, xl, y, yl, e, threads);
+}
+
+template <int kOut>
+void WinogradConv::RunTiles(const Shape& s, const float* x, ActivationLayout xl, float* y, ActivationLayout yl,
+                            const WinogradEpilogue& e, int threads) const {
+  constexpr int kIn = kOut + 2, kPoints = kIn * kIn, kHalf = kOut / 2;
+  const int64_t C8 = in_padded_, K = s.k, KP = out_padded_;
+  const int64_t th = (s.oh + kOut - 1) / kOut, tw = (s.ow + kOut - 1) / kOut, T = s.n * th * tw;
+  const int64_t max_tiles = std::clamp<int64_t>(kBlockFloats / (kPoints * (C8 + KP)), kRows, kMaxBlockTiles);
   const int64_t blocks =
       std::max<int64_t>((T + max_tiles - 1) / max_tiles, std::min<int64_t>(threads, (T + kRows - 1) / kRows));
   const int64_t per_block = (T + blocks - 1) / blocks, rows = RoundUp(per_block, kRows);
@@ -253,52 +397,57 @@ void WinogradConv::Run(const Shape& s, const float* x, ActivationLayout xl, floa
   auto run_block = [&](int64_t block, Scratch& sc) {
     const int64_t t0 = block * per_block, nt = std::min(per_block, T - t0);
     if (nt <= 0) return;
-    sc.v.resize(16 * rows * C8);
-    sc.m.resize(16 * rows * KP);
+    sc.v.resize(kPoints * rows * C8);
+    sc.m.resize(kPoints * rows * KP);
     float* V = sc.v.data();
     float* M = sc.m.data();
     for (int64_t i = 0; i < nt; ++i) {
       const int64_t t = t0 + i, n = t / (th * tw), ty = t / tw % th, tx = t % tw;
-      const int64_t h0 = 2 * ty - s.pt, w0 = 2 * tx - s.pl;
-      const bool inside = h0 >= 0 && w0 >= 0 && h0 + 4 <= s.h && w0 + 4 <= s.w;
-      for (int64_t c0 = 0; c0 < C8; c0 += kLanes) InputTile(x, in, n, c0, h0, w0, inside, V + i * C8 + c0, rows * C8);
+      const int64_t h0 = kOut * ty - s.pt, w0 = kOut * tx - s.pl;
+      const bool inside = h0 >= 0 && w0 >= 0 && h0 + kIn <= s.h && w0 + kIn <= s.w;
+      for (int64_t c0 = 0; c0 < C8; c0 += kLanes)
+        TileTransforms<kOut>::Input(x, in, n, c0, h0, w0, inside, V + i * C8 + c0, rows * C8);
     }
-    // The 16 GEMMs: M[xi] (rows x KP) = V[xi] (rows x C8) * U[xi] (C8 x KP).
-    for (int64_t xi = 0; xi < 16; ++xi)
+    // The GEMMs, one per point: M[xi] (rows x KP) = V[xi] (rows x C8) * U[xi] (C8 x KP).
+    for (int64_t xi = 0; xi < kPoints; ++xi)
       for (int64_t kp = 0; kp < KP / kCols; ++kp) {
         const float* u = u_.data() + (xi * (KP / kCols) + kp) * C8 * kCols;
         for (int64_t r0 = 0; r0 < nt; r0 += kRows)
           MicroTile(C8, V + (xi * rows + r0) * C8, C8, u, kCols, M + (xi * rows + r0) * KP + kp * kCols, KP);
       }
-    alignas(32) float lanes[4][kLanes];
+    alignas(32) float lanes[kLanes];
     const LaneView out{K, yh, yw, yl.block};
     for (int64_t i = 0; i < nt; ++i) {
       const int64_t t = t0 + i, n = t / (th * tw), ty = t / tw % th, tx = t % tw;
       for (int64_t k0 = 0; k0 < K; k0 += kLanes) {
-        __m256 o[4];
-        OutputTile(M + i * KP + k0, rows * KP, _mm256_loadu_ps(bias.data() + k0), e.relu, o);
-        int q_count = 4;
-        if (pooled) {
-          o[0] = pool_max ? _mm256_max_ps(_mm256_max_ps(o[0], o[1]), _mm256_max_ps(o[2], o[3]))
-                          : _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(o[0], o[1]), _mm256_add_ps(o[2], o[3])),
-                                          _mm256_set1_ps(0.25f));
-          q_count = 1;
-        }
-        for (int q = 0; q < q_count; ++q) {
-          const int64_t h = pooled ? ty : 2 * ty + q / 2, w = pooled ? tx : 2 * tx + q % 2;
-          if (h >= yh || w >= yw) continue;
+        // Output pixel (h, w)'s 8 channels, unless it lies past the edge of the (pooled) output.
+        auto store = [&](int64_t h, int64_t w, __m256 v) {
+          if (h >= yh || w >= yw) return;
           if (yl.block != 0) {
-            _mm256_storeu_ps(y + out.At(n, k0, h, w), o[q]);
-            continue;
+            _mm256_storeu_ps(y + out.At(n, k0, h, w), v);
+            return;
           }
-          _mm256_store_ps(lanes[q], o[q]);
+          _mm256_store_ps(lanes, v);
           float* dst = y + ((n * K + k0) * yh + h) * yw + w;
-          if (K - k0 >= kLanes) {
-            for (int l = 0; l < kLanes; ++l) dst[l * yh * yw] = lanes[q][l];
-          } else {
-            for (int64_t l = 0; l < K - k0; ++l) dst[l * yh * yw] = lanes[q][l];
-          }
+          const int64_t count = std::min<int64_t>(kLanes, K - k0);
+          for (int64_t l = 0; l < count; ++l) dst[l * yh * yw] = lanes[l];
+        };
+        __m256 o[kOut * kOut];
+        TileTransforms<kOut>::Output(M + i * KP + k0, rows * KP, _mm256_loadu_ps(bias.data() + k0), e.relu, o);
+        if (!pooled) {
+          for (int q = 0; q < kOut * kOut; ++q) store(kOut * ty + q / kOut, kOut * tx + q % kOut, o[q]);
+          continue;
         }
+        // Each 2x2 window of the tile is one pooled pixel (tiles start at even rows and columns).
+        for (int py = 0; py < kHalf; ++py)
+          for (int px = 0; px < kHalf; ++px) {
+            const __m256 a = o[2 * py * kOut + 2 * px], b = o[2 * py * kOut + 2 * px + 1];
+            const __m256 c = o[(2 * py + 1) * kOut + 2 * px], d = o[(2 * py + 1) * kOut + 2 * px + 1];
+            store(kHalf * ty + py, kHalf * tx + px,
+                  pool_max
+                      ? _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d))
+                      : _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)), _mm256_set1_ps(0.25f)));
+          }
       }
     }
   };

@@ -1,13 +1,14 @@
-// Winograd F(2x2, 3x3) convolution on the CPU, for 3x3 stride-1 convolutions with enough channels.
+// Winograd convolution on the CPU, F(2x2, 3x3) and F(4x4, 3x3), for 3x3 stride-1 convolutions with
+// enough channels.
 //
 // A 3x3 convolution computes each 2x2 output tile from a 4x4 input patch. Winograd's minimal
 // filtering does it with 16 multiplies per (input, output) channel pair instead of 36: the patch and
 // the filter are transformed (V = B'dB, U = GgG'), the 16 transformed points are multiplied
 // element-wise, summed over input channels (16 independent GEMMs of tiles x in-channels times
-// in-channels x out-channels) and transformed back (Y = A'MA). oneDNN 2.6 has no Winograd kernel
-// below AVX-512, so on AVX2 machines this does 2.25x fewer multiplies than its direct kernels. The
-// transforms' coefficients are 0, +-1 and 1/2, so the results differ from a direct convolution by
-// float rounding only (winograd_test.cc bounds it at 1e-5 of the largest value).
+// in-channels x out-channels) and transformed back (Y = A'MA). A 4x4 tile from a 6x6 patch takes 36
+// multiplies instead of 144. oneDNN 2.6 has no Winograd kernel below AVX-512, so on AVX2 machines
+// this does 2.25x (4x) fewer multiplies than its direct kernels. The results differ from a direct
+// convolution by float rounding only (winograd_test.cc bounds it at 1e-5 of the largest value).
 //
 // The work is cut into blocks of tiles sized so that a block's transformed input and products stay
 // in the core's L2 cache; blocks are handed out one at a time to whichever thread is free (so a
@@ -66,13 +67,23 @@ bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p);
 void WinogradBackwardWeights(const ConvGeometry& g, const float* x, ActivationLayout x_layout, const float* dy,
                              ActivationLayout dy_layout, float* dw, int threads);
 
+/// Outputs whose sides have at least this many pixels are computed in 4x4 tiles, F(4x4, 3x3), whose
+/// transforms' coefficients reach 8 and 1/24: its rounding error measured about ten times F(2x2,
+/// 3x3)'s, 1e-6 to 4e-6 of the largest value. Against 2x2 tiles, 2 threads, batch 64 (ms, forward /
+/// backward-data with its filter transform): LeNet's 32->64 14x14 1.62 / 1.70 against 1.87 / 1.89,
+/// ResNet-20's 16->16 32x32 1.78 / 1.82 against 2.60 / 2.57, 64->64 8x8 0.83 / 0.92 against 1.19 /
+/// 1.22. Below 8 a 4x4 tile would be mostly padding.
+inline constexpr int64_t kWinogradF4MinOutput = 8;
+/// The output tile size for outputs of out_h x out_w: 4 from kWinogradF4MinOutput, else 2.
+int WinogradTile(int64_t out_h, int64_t out_w);
+
 /// One convolution's transformed filter and its runs. Not thread-safe: one instance per op instance.
 class WinogradConv {
  public:
-  /// Transforms the OIHW filter of `g`.
-  void SetFilter(const ConvGeometry& g, const float* w);
+  /// Transforms the OIHW filter of `g` for output tiles of `tile` (2 or 4; 0: WinogradTile's choice).
+  void SetFilter(const ConvGeometry& g, const float* w, int tile = 0);
   /// Transforms the filter for g's backward-data pass: dx = conv(dy, w flipped, in/out swapped).
-  void SetFilterForBackwardData(const ConvGeometry& g, const float* w);
+  void SetFilterForBackwardData(const ConvGeometry& g, const float* w, int tile = 0);
 
   /// y = conv(x) per `g` (the geometry SetFilter saw), then the epilogue, on up to `threads` threads.
   void Forward(const ConvGeometry& g, const float* x, ActivationLayout x_layout, float* y, ActivationLayout y_layout,
@@ -84,13 +95,17 @@ class WinogradConv {
  private:
   struct Shape;
   template <class F>
-  void Transform(int64_t in, int64_t out, F&& filter);
+  void Transform(int tile, int64_t in, int64_t out, F&& filter);
   void Run(const Shape& s, const float* x, ActivationLayout xl, float* y, ActivationLayout yl,
            const WinogradEpilogue& e, int threads) const;
+  template <int kOut>
+  void RunTiles(const Shape& s, const float* x, ActivationLayout xl, float* y, ActivationLayout yl,
+                const WinogradEpilogue& e, int threads) const;
 
+  int tile_ = 2;  // outputs per tile side
   // Channels of the transformed filter: in padded to 8 (one register), out to 16 (a micro-tile).
   int64_t in_ = 0, in_padded_ = 0, out_ = 0, out_padded_ = 0;
-  std::vector<float> u_;                // [16][out_padded / 16][in_padded][16]
+  std::vector<float> u_;                // [(tile + 2)^2][out_padded / 16][in_padded][16]
   mutable std::vector<float> reorder_;  // a plain input copied to nChw8c
 };
 
