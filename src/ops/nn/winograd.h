@@ -62,11 +62,6 @@ struct WinogradEpilogue {
 /// output sizes (each 2x2 tile is one window).
 bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p);
 
-/// dw = conv_backward_weights(x, dy) of `g` (WinogradFits): x and dy in their layouts, OIHW dw, on
-/// up to `threads` threads (each sums its blocks' products, then the sums are added).
-void WinogradBackwardWeights(const ConvGeometry& g, const float* x, ActivationLayout x_layout, const float* dy,
-                             ActivationLayout dy_layout, float* dw, int threads);
-
 /// Outputs whose sides have at least this many pixels are computed in 4x4 tiles, F(4x4, 3x3), whose
 /// transforms' coefficients reach 8 and 1/24: its rounding error measured about ten times F(2x2,
 /// 3x3)'s, 1e-6 to 4e-6 of the largest value. Against 2x2 tiles, 2 threads, batch 64 (ms, forward /
@@ -76,6 +71,14 @@ void WinogradBackwardWeights(const ConvGeometry& g, const float* x, ActivationLa
 inline constexpr int64_t kWinogradF4MinOutput = 8;
 /// The output tile size for outputs of out_h x out_w: 4 from kWinogradF4MinOutput, else 2.
 int WinogradTile(int64_t out_h, int64_t out_w);
+
+/// 4x4 tiles below which the filter gradient uses 2x2 tiles whatever the output size.
+inline constexpr int64_t kWinogradF4MinTiles = 64;
+/// dw = conv_backward_weights(x, dy) of `g` (WinogradFits): x and dy in their layouts, OIHW dw, on
+/// up to `threads` threads (each sums its blocks' products, then the sums are added), in output
+/// tiles of `tile` (2 or 4; 0: WinogradTile's choice for g's output, given kWinogradF4MinTiles).
+void WinogradBackwardWeights(const ConvGeometry& g, const float* x, ActivationLayout x_layout, const float* dy,
+                             ActivationLayout dy_layout, float* dw, int threads, int tile = 0);
 
 /// One convolution's transformed filter and its runs. Not thread-safe: one instance per op instance.
 class WinogradConv {

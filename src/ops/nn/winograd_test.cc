@@ -236,27 +236,29 @@ TEST_CASE("winograd: backward weights match the direct sum over the batch") {
                         {1, 12, 40, 6, 7, 0, 0, 2, 2},
                         {4, 32, 64, 14, 14, 1, 1, 1, 1}};
   for (const Case& k : cases)
-    for (int threads : {1, 2}) {
-      CAPTURE(k.c);
-      CAPTURE(k.o);
-      CAPTURE(threads);
-      ConvGeometry g = Geometry(k);
-      REQUIRE(WinogradFits(g));
-      auto x = Random(g.n * g.c * k.h * k.w, 9), dy = Random(g.n * g.o * g.w.out[0] * g.w.out[1], 10);
-      std::vector<float> dw(g.o * g.c * 9, -1.0f);
-      WinogradBackwardWeights(g, x.data(), {}, dy.data(), {}, dw.data(), threads);
-      const std::vector<double> ref = RefBackwardWeights(g, x, dy);
-      CHECK(RelError(dw, ref) < 1e-5);
-      for (int block : {8, 16}) {
-        if (g.c % block != 0 || g.o % block != 0) continue;
-        CAPTURE(block);
-        auto xb = ToBlocked(x, g.n, g.c, k.h * k.w, block);
-        auto dyb = ToBlocked(dy, g.n, g.o, g.w.out[0] * g.w.out[1], block);
-        std::fill(dw.begin(), dw.end(), -1.0f);
-        WinogradBackwardWeights(g, xb.data(), {block}, dyb.data(), {block}, dw.data(), threads);
-        CHECK(RelError(dw, ref) < 1e-5);
+    for (int tile : {2, 4})
+      for (int threads : {1, 2}) {
+        CAPTURE(k.c);
+        CAPTURE(k.o);
+        CAPTURE(tile);
+        CAPTURE(threads);
+        ConvGeometry g = Geometry(k);
+        REQUIRE(WinogradFits(g));
+        auto x = Random(g.n * g.c * k.h * k.w, 9), dy = Random(g.n * g.o * g.w.out[0] * g.w.out[1], 10);
+        std::vector<float> dw(g.o * g.c * 9, -1.0f);
+        WinogradBackwardWeights(g, x.data(), {}, dy.data(), {}, dw.data(), threads, tile);
+        const std::vector<double> ref = RefBackwardWeights(g, x, dy);
+        CHECK(RelError(dw, ref) < kTolerance);
+        for (int block : {8, 16}) {
+          if (g.c % block != 0 || g.o % block != 0) continue;
+          CAPTURE(block);
+          auto xb = ToBlocked(x, g.n, g.c, k.h * k.w, block);
+          auto dyb = ToBlocked(dy, g.n, g.o, g.w.out[0] * g.w.out[1], block);
+          std::fill(dw.begin(), dw.end(), -1.0f);
+          WinogradBackwardWeights(g, xb.data(), {block}, dyb.data(), {block}, dw.data(), threads, tile);
+          CHECK(RelError(dw, ref) < kTolerance);
+        }
       }
-    }
 }
 
 TEST_CASE("winograd: what it does not compute") {
@@ -517,12 +519,19 @@ TEST_CASE("winograd benchmark: against oneDNN on LeNet and ResNet-20 shapes" * d
           wb.SetFilterForBackwardData(g, f.data(), tile);
           wb.BackwardData(g, y.data(), {}, dx.data(), {}, threads);
         });
-        wino += fmt::format("; F({0}x{0}) forward {1:.3f} backward-data {2:.3f}", tile, w_fwd, w_bwd);
+        std::vector<float> dw(f.size());
+        const double w_bww =
+            time_ms([&] { WinogradBackwardWeights(g, x.data(), {}, y.data(), {}, dw.data(), threads, tile); });
+        wino += fmt::format("; F({0}x{0}) forward {1:.3f} backward-data {2:.3f} backward-weights {3:.3f}", tile, w_fwd,
+                            w_bwd, w_bww);
       }
+      std::vector<float> dw(f.size());
+      const double d_bww =
+          time_ms([&] { CHECK(dnnl.BackwardWeights(cpu.onednn(), g, x.data(), y.data(), dw.data()).ok()); });
       MESSAGE(
-          fmt::format("{} threads, n={} {}->{} {}x{}: oneDNN forward {:.3f} backward-data {:.3f}{} (filter "
-                      "transform included)",
-                      threads, k.n, k.c, k.o, k.h, k.w, d_fwd, d_bwd, wino));
+          fmt::format("{} threads, n={} {}->{} {}x{}: oneDNN forward {:.3f} backward-data {:.3f} backward-weights "
+                      "{:.3f}{} (filter transform included)",
+                      threads, k.n, k.c, k.o, k.h, k.w, d_fwd, d_bwd, d_bww, wino));
     }
   }
 }
