@@ -296,7 +296,10 @@ TEST_CASE("layout keeps a ResNet's activations blocked in training, with the -O0
   CHECK(Flagged(*opt, "blocked") == 8);         // batch_norm l0, l1, l2, l4 and their gradients
   auto a = RunSteps(*plain, {4, 3, 8, 8}, 3, Parameters(*plain));
   auto b = RunSteps(*opt, {4, 3, 8, 8}, 3, Parameters(*plain));
-  ExpectSame(b, a, {1e-5, 1e-4});
+  // Blocked, the 8x8 stage runs on Winograd's 4x4 tiles (nn/winograd.h: rounding up to about 4e-6
+  // of the largest value per convolution), plain on oneDNN; three steps compound the difference
+  // (2.5e-5 on a weight of 0.12 in the ASan build).
+  ExpectSame(b, a, {1e-5, 3e-4});
 }
 
 TEST_CASE("layout keeps a ResNet's inference outputs, blocked through the residual add") {
