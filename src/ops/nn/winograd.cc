@@ -2,8 +2,8 @@
 // are
 //   B' = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
 //   A' = [1 1 1 0; 0 1 -1 -1];
-// F(4x4, 3x3)'s are written where they are applied (FilterColumn, InputTile4, OutputTile4). The
-// filter gradient (WinogradBackwardWeights) uses 2x2 tiles only.
+// F(4x4, 3x3)'s are written where they are applied (FilterColumn, PatchTransform4, OutputTile4, and
+// TileTransforms<4> for the filter gradient).
 #include "nn/winograd.h"
 
 #include <omp.h>
@@ -45,7 +45,7 @@ bool FitsCommon(const ConvGeometry& g) {
 
 /// The filter transforms work on kLanes output channels at once (one vector per tap): a training
 /// step transforms every filter again, and one channel pair at a time it cost as much as a small
-/// batch (ResNet-20 has about 32,000 pairs).
+/// batch (ResNet-20 has about 30,000 pairs).
 using Lanes = float[kLanes];
 
 /// out[0..tile+1] = G times the column (a, b, c), lane by lane, for F(tile x tile, 3x3):
