@@ -190,23 +190,31 @@ struct LaneView {
   }
 };
 
+/// d[kIn r + c] = the kIn x kIn patch at (h0, w0), channels c0..c0+7, zero outside the image
+/// (`inside`: the whole patch lies inside it).
+template <int kIn>
+inline void LoadPatch(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
+                      __m256 d[kIn * kIn]) {
+  const int64_t row = in.w * in.block;
+  if (inside) {
+    const float* base = x + in.At(n, c0, h0, w0);
+    for (int p = 0; p < kIn * kIn; ++p) d[p] = _mm256_loadu_ps(base + (p / kIn) * row + (p % kIn) * in.block);
+    return;
+  }
+  // A border tile: the patch's origin may lie outside the image, so offsets go from (h0, w0) = (0, 0).
+  const float* base = x + in.At(n, c0, 0, 0);
+  for (int p = 0; p < kIn * kIn; ++p) {
+    const int64_t h = h0 + p / kIn, w = w0 + p % kIn;
+    d[p] =
+        h >= 0 && w >= 0 && h < in.h && w < in.w ? _mm256_loadu_ps(base + h * row + w * in.block) : _mm256_setzero_ps();
+  }
+}
+
 /// v = (B' d B) of the 4x4 patch at (h0, w0), channels c0..c0+7, zero outside the image.
 inline void PatchTransform(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0,
                            bool inside, __m256 v[16]) {
   __m256 d[16];
-  const int64_t row = in.w * in.block;
-  if (inside) {
-    const float* base = x + in.At(n, c0, h0, w0);
-    for (int p = 0; p < 16; ++p) d[p] = _mm256_loadu_ps(base + (p / 4) * row + (p % 4) * in.block);
-  } else {
-    // A border tile: the patch's origin may lie outside the image, so offsets go from (h0, w0) = (0, 0).
-    const float* base = x + in.At(n, c0, 0, 0);
-    for (int p = 0; p < 16; ++p) {
-      const int64_t h = h0 + p / 4, w = w0 + p % 4;
-      d[p] = h >= 0 && w >= 0 && h < in.h && w < in.w ? _mm256_loadu_ps(base + h * row + w * in.block)
-                                                      : _mm256_setzero_ps();
-    }
-  }
+  LoadPatch<4>(x, in, n, c0, h0, w0, inside, d);
   __m256 t[16];  // B' d
   for (int j = 0; j < 4; ++j) {
     t[j] = _mm256_sub_ps(d[j], d[8 + j]);
@@ -288,18 +296,7 @@ inline void PatchTransform4(const float* x, const LaneView& in, int64_t n, int64
     t[5 * ts] = _mm256_fmadd_ps(four, d1, _mm256_fnmadd_ps(five, d3, d5));
   };
   __m256 d[36];
-  const int64_t row = in.w * in.block;
-  if (inside) {
-    const float* base = x + in.At(n, c0, h0, w0);
-    for (int p = 0; p < 36; ++p) d[p] = _mm256_loadu_ps(base + (p / 6) * row + (p % 6) * in.block);
-  } else {
-    const float* base = x + in.At(n, c0, 0, 0);
-    for (int p = 0; p < 36; ++p) {
-      const int64_t h = h0 + p / 6, w = w0 + p % 6;
-      d[p] = h >= 0 && w >= 0 && h < in.h && w < in.w ? _mm256_loadu_ps(base + h * row + w * in.block)
-                                                      : _mm256_setzero_ps();
-    }
-  }
+  LoadPatch<6>(x, in, n, c0, h0, w0, inside, d);
   __m256 t[36];  // B' d: column j of d transformed into column j of t
   for (int j = 0; j < 6; ++j) bt(d + j, 6, t + j, 6);
   for (int i = 0; i < 6; ++i) bt(t + 6 * i, 1, v + 6 * i, 1);  // (B' d) B: row i of t transformed
