@@ -6,8 +6,8 @@
 // float32 runs on paddlec's own kernels where they beat oneDNN 2.6 on AVX2 machines: Winograd
 // F(2x2, 3x3) for 3x3 stride-1 convolutions of 8+ channels between blocked tensors and of 32+ on
 // plain NCHW ones, in all three directions (winograd.h), and direct kernels for inputs of 1-4
-// channels, forward and filter gradient (conv_direct.h); everything else on oneDNN (conv_onednn.h). PADDLEC_WINOGRAD=off keeps
-// oneDNN throughout. float64 runs direct loops, which exist for precise gradient checks.
+// channels, forward and filter gradient (conv_direct.h); everything else on oneDNN (conv_onednn.h).
+// PADDLEC_WINOGRAD=off keeps oneDNN throughout. float64 runs direct loops, which exist for precise gradient checks.
 // oneDNN's layout choice, measured on this machine (Zen5, AVX-512; ms per call, batch 64,
 // 3x3, pad 1; "blocked" = oneDNN's own layouts including the reorders on every call; each cell is
 // 1 thread (range over 4 runs on a quiet host) / 2 threads (the one run the shared host left undisturbed)):
@@ -294,7 +294,10 @@ class ConvKernel final : public OpKernel {
       const nn::ActivationLayout in_layout = Layout(attrs_.blocked_input), out_layout = Layout(attrs_.blocked_output);
       if (!filter_.Same({&ctx.In(kFilter)})) wino_ready_ = small_ready_ = false;
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout)) {
-        if (!wino_ready_) wino_.SetFilter(g, f);
+        if (!wino_ready_) {
+          // A filter that changes between calls (training) is transformed at every call.
+          wino_.SetFilter(g, f, 0, /*per_call=*/wino_transforms_++ > 0);
+        }
         wino_ready_ = true;
         wino_.Forward(g, x, in_layout, out.data<float>(), out_layout, {}, nn::ConvThreads(g));
         return Status::OK();
@@ -322,6 +325,7 @@ class ConvKernel final : public OpKernel {
   // it changes, as in FusedConvKernel).
   ParamSnapshot<T> filter_;
   bool wino_ready_ = false, small_ready_ = false;
+  int64_t wino_transforms_ = 0;  // filter transforms so far (a second one means the filter changes)
 };
 
 template <class T>
@@ -591,7 +595,7 @@ class FusedConvKernel final : public OpKernel {
       const nn::WinogradEpilogue epilogue{.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr};
       if (!unchanged) wino_ready_ = small_ready_ = false;
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) && (!pool || nn::WinogradPoolFits(g, *pool))) {
-        if (!wino_ready_) wino_.SetFilter(g, filter);
+        if (!wino_ready_) wino_.SetFilter(g, filter, 0, /*per_call=*/wino_transforms_++ > 0);
         wino_ready_ = true;
         wino_.Forward(g, x, in_layout, y, out_layout, epilogue, nn::ConvThreads(g));
         return Status::OK();
@@ -637,6 +641,7 @@ class FusedConvKernel final : public OpKernel {
   // Whether they hold the transform of the current (folded) filter: a change of parameters clears
   // both, even when this call runs on oneDNN, so that a later call on them transforms it again.
   bool wino_ready_ = false, small_ready_ = false;
+  int64_t wino_transforms_ = 0;  // filter transforms so far (a second one means the filter changes)
 };
 
 }  // namespace

@@ -124,20 +124,24 @@ struct WinogradConv::Shape {
   int64_t n, c, k, h, w, oh, ow, pt, pl;
 };
 
-void WinogradConv::SetFilter(const ConvGeometry& g, const float* w, int tile) {
-  Transform(tile != 0 ? tile : WinogradTile(g.w.out[0], g.w.out[1]), g.c, g.o,
+void WinogradConv::SetFilter(const ConvGeometry& g, const float* w, int tile, bool per_call) {
+  Transform(tile != 0 ? tile : WinogradTile(g.n, g.w.out[0], g.w.out[1], per_call), g.c, g.o,
             [&](int64_t k, int64_t c, float f[9]) { std::copy(w + (k * g.c + c) * 9, w + (k * g.c + c + 1) * 9, f); });
 }
 
 void WinogradConv::SetFilterForBackwardData(const ConvGeometry& g, const float* w, int tile) {
   // dx's channel k is the forward input channel, dy's channel c the forward output channel.
-  Transform(tile != 0 ? tile : WinogradTile(g.w.in[0], g.w.in[1]), g.o, g.c, [&](int64_t k, int64_t c, float f[9]) {
-    const float* src = w + (c * g.c + k) * 9;
-    for (int i = 0; i < 9; ++i) f[i] = src[8 - i];
-  });
+  Transform(tile != 0 ? tile : WinogradTile(g.n, g.w.in[0], g.w.in[1], true), g.o, g.c,
+            [&](int64_t k, int64_t c, float f[9]) {
+              const float* src = w + (c * g.c + k) * 9;
+              for (int i = 0; i < 9; ++i) f[i] = src[8 - i];
+            });
 }
 
-int WinogradTile(int64_t out_h, int64_t out_w) { return std::min(out_h, out_w) >= kWinogradF4MinOutput ? 4 : 2; }
+int WinogradTile(int64_t n, int64_t out_h, int64_t out_w, bool per_call) {
+  if (std::min(out_h, out_w) < kWinogradF4MinOutput) return 2;
+  return !per_call || n * ((out_h + 3) / 4) * ((out_w + 3) / 4) >= kWinogradF4MinTiles ? 4 : 2;
+}
 
 template <class F>
 void WinogradConv::Transform(int tile, int64_t in, int64_t out, F&& filter) {
@@ -644,11 +648,8 @@ void BackwardWeightsTiles(const ConvGeometry& g, const float* x, ActivationLayou
 
 void WinogradBackwardWeights(const ConvGeometry& g, const float* x, ActivationLayout x_layout, const float* dy,
                              ActivationLayout dy_layout, float* dw, int threads, int tile) {
-  // 4x4 tiles also need enough of them: each thread's sums and their reduction grow with the 36
-  // points, whatever the batch. 32->64 14x14, 2 threads: batch 64 2.87 ms against 3.32 with 2x2
-  // tiles; batch 1 (16 tiles) 0.207 against 0.101.
-  const int64_t f4_tiles = g.n * ((g.w.out[0] + 3) / 4) * ((g.w.out[1] + 3) / 4);
-  if (tile == 0) tile = WinogradTile(g.w.out[0], g.w.out[1]) == 4 && f4_tiles >= kWinogradF4MinTiles ? 4 : 2;
+  // Each thread's sums and their reduction grow with the points, whatever the batch: per call.
+  if (tile == 0) tile = WinogradTile(g.n, g.w.out[0], g.w.out[1], true);
   if (tile == 4)
     BackwardWeightsTiles<4>(g, x, x_layout, dy, dy_layout, dw, threads);
   else

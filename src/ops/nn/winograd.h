@@ -69,23 +69,29 @@ bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p);
 /// ResNet-20's 16->16 32x32 1.78 / 1.82 against 2.60 / 2.57, 64->64 8x8 0.83 / 0.92 against 1.19 /
 /// 1.22. Below 8 a 4x4 tile would be mostly padding.
 inline constexpr int64_t kWinogradF4MinOutput = 8;
-/// The output tile size for outputs of out_h x out_w: 4 from kWinogradF4MinOutput, else 2.
-int WinogradTile(int64_t out_h, int64_t out_w);
-
-/// 4x4 tiles below which the filter gradient uses 2x2 tiles whatever the output size.
+/// 4x4 tiles below which work whose per-call cost grows with the 36 points (a filter transformed at
+/// every call, the filter gradient's sums) uses 2x2 tiles. 256->256 14x14, batch 1 (16 tiles): the
+/// filter transform took 2.21 ms against 0.98, the forward pass 0.80 against 1.25; the filter
+/// gradient of 32->64 14x14 took 0.207 ms against 0.101 (2.87 against 3.32 at batch 64).
 inline constexpr int64_t kWinogradF4MinTiles = 64;
+/// The output tile size for n outputs of out_h x out_w: 4 from kWinogradF4MinOutput, else 2; and
+/// 2 below kWinogradF4MinTiles 4x4 tiles when `per_call` (the transforms are redone at every call).
+int WinogradTile(int64_t n, int64_t out_h, int64_t out_w, bool per_call);
+
 /// dw = conv_backward_weights(x, dy) of `g` (WinogradFits): x and dy in their layouts, OIHW dw, on
 /// up to `threads` threads (each sums its blocks' products, then the sums are added), in output
-/// tiles of `tile` (2 or 4; 0: WinogradTile's choice for g's output, given kWinogradF4MinTiles).
+/// tiles of `tile` (2 or 4; 0: WinogradTile's choice, per call).
 void WinogradBackwardWeights(const ConvGeometry& g, const float* x, ActivationLayout x_layout, const float* dy,
                              ActivationLayout dy_layout, float* dw, int threads, int tile = 0);
 
 /// One convolution's transformed filter and its runs. Not thread-safe: one instance per op instance.
 class WinogradConv {
  public:
-  /// Transforms the OIHW filter of `g` for output tiles of `tile` (2 or 4; 0: WinogradTile's choice).
-  void SetFilter(const ConvGeometry& g, const float* w, int tile = 0);
-  /// Transforms the filter for g's backward-data pass: dx = conv(dy, w flipped, in/out swapped).
+  /// Transforms the OIHW filter of `g` for output tiles of `tile` (2 or 4; 0: WinogradTile's choice,
+  /// with `per_call` when the filter is transformed again at every call, as in training).
+  void SetFilter(const ConvGeometry& g, const float* w, int tile = 0, bool per_call = false);
+  /// Transforms the filter for g's backward-data pass: dx = conv(dy, w flipped, in/out swapped), in
+  /// tiles of `tile` (0: WinogradTile's choice, per call).
   void SetFilterForBackwardData(const ConvGeometry& g, const float* w, int tile = 0);
 
   /// y = conv(x) per `g` (the geometry SetFilter saw), then the epilogue, on up to `threads` threads.

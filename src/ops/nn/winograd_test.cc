@@ -157,8 +157,11 @@ TEST_CASE("winograd: forward matches a direct convolution across sizes, paddings
         for (size_t i = 0; i < ref.size(); ++i) ref[i] = std::max(ref[i] + bias[i / plane % g.o], 0.0);
         CHECK(RelError(y, ref) < kTolerance);
       }
-  CHECK(WinogradTile(14, 14) == 4);
-  CHECK(WinogradTile(7, 14) == 2);
+  // 4x4 tiles from 8 pixels a side; when transformed at every call, from 64 of them.
+  CHECK(WinogradTile(1, 14, 14, false) == 4);
+  CHECK(WinogradTile(1, 14, 14, true) == 2);
+  CHECK(WinogradTile(4, 14, 14, true) == 4);
+  CHECK(WinogradTile(64, 7, 14, false) == 2);
 }
 
 TEST_CASE("winograd: the fused 2x2 pooling, and blocked layouts in and out") {
