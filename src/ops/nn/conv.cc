@@ -4,10 +4,11 @@
 // geometry), and paddlec's inference fusion fused_conv2d_bn_act.
 //
 // float32 runs on paddlec's own kernels where they beat oneDNN 2.6 on AVX2 machines: Winograd
-// F(2x2, 3x3) for 3x3 stride-1 convolutions of 8+ channels between blocked tensors and of 32+ on
-// plain NCHW ones, in all three directions (winograd.h), and direct kernels for inputs of 1-4
-// channels, forward and filter gradient (conv_direct.h); everything else on oneDNN (conv_onednn.h).
-// PADDLEC_WINOGRAD=off keeps oneDNN throughout. float64 runs direct loops, which exist for precise gradient checks.
+// (F(2x2, 3x3) or F(4x4, 3x3)) for 3x3 stride-1 convolutions of 8+ channels between blocked
+// tensors and of 32+ on plain NCHW ones, in all three directions (winograd.h), and direct kernels
+// for inputs of 1-4 channels, forward and filter gradient (conv_direct.h); everything else on
+// oneDNN (conv_onednn.h). PADDLEC_WINOGRAD=off keeps oneDNN throughout. float64 runs direct loops,
+// which exist for precise gradient checks.
 // oneDNN's layout choice, measured on this machine (Zen5, AVX-512; ms per call, batch 64,
 // 3x3, pad 1; "blocked" = oneDNN's own layouts including the reorders on every call; each cell is
 // 1 thread (range over 4 runs on a quiet host) / 2 threads (the one run the shared host left undisturbed)):
