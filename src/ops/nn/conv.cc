@@ -352,6 +352,7 @@ class ConvGradKernel final : public OpKernel {
       const nn::ActivationLayout x_layout = Layout(attrs_.blocked_input), y_layout = Layout(attrs_.blocked_output);
       const bool winograd = nn::WinogradEnabled() && nn::WinogradBackwardPaysOff(g);
       const bool wino_dx = dx != nullptr && winograd;
+      const bool wino_df = df != nullptr && winograd && nn::WinogradFilterGradientPaysOff(g);
       if (wino_dx) {
         wino_.SetFilterForBackwardData(g, f);
         wino_.BackwardData(g, dy, y_layout, dx->data<float>(), x_layout, nn::ConvThreads(g));
@@ -359,11 +360,10 @@ class ConvGradKernel final : public OpKernel {
       // An image's first layer (few input channels): its filter gradient on conv_direct.h's kernel.
       const bool small_df =
           df != nullptr && !winograd && nn::WinogradEnabled() && nn::SmallConvFits(g) && !attrs_.blocked_input;
-      if (df != nullptr && winograd)
-        nn::WinogradBackwardWeights(g, x, x_layout, dy, y_layout, df->data<float>(), nn::ConvThreads(g));
+      if (wino_df) nn::WinogradBackwardWeights(g, x, x_layout, dy, y_layout, df->data<float>(), nn::ConvThreads(g));
       if (small_df) nn::SmallConvBackwardWeights(g, x, dy, y_layout, df->data<float>(), nn::ConvThreads(g));
       return conv_.Backward(h, g, x, f, dy, dx != nullptr && !wino_dx ? dx->data<float>() : nullptr,
-                            df != nullptr && !winograd && !small_df ? df->data<float>() : nullptr,
+                            df != nullptr && !wino_df && !small_df ? df->data<float>() : nullptr,
                             {.blocked_src = attrs_.blocked_input, .blocked_dst = attrs_.blocked_output});
     } else {
       if (dx) DirectBackwardData(g, f, dy, dx->data<T>());

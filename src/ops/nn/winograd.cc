@@ -110,6 +110,20 @@ bool WinogradPaysOff(const ConvGeometry& g, ActivationLayout input) {
 
 bool WinogradBackwardPaysOff(const ConvGeometry& g) { return WinogradPaysOff(g, {}); }
 
+namespace {
+
+/// Tiles of `points` points that one block of the filter gradient holds (BackwardWeightsTiles),
+/// before clamping.
+int64_t GradientBlockTiles(const ConvGeometry& g, int64_t points) {
+  return kBlockFloats / (points * (RoundUp(RoundUp(g.c, kLanes), kRows) + RoundUp(g.o, kCols)));
+}
+
+}  // namespace
+
+bool WinogradFilterGradientPaysOff(const ConvGeometry& g) {
+  return WinogradBackwardPaysOff(g) && GradientBlockTiles(g, 16) >= kWinogradMinGradientBlockTiles;
+}
+
 bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p) {
   for (int a = 0; a < 2; ++a)
     if (p.w.kernel[a] != 2 || p.w.stride[a] != 2 || p.w.dilation[a] != 1 || p.w.pad_before(a) != 0 ||
@@ -649,7 +663,11 @@ void BackwardWeightsTiles(const ConvGeometry& g, const float* x, ActivationLayou
 void WinogradBackwardWeights(const ConvGeometry& g, const float* x, ActivationLayout x_layout, const float* dy,
                              ActivationLayout dy_layout, float* dw, int threads, int tile) {
   // Each thread's sums and their reduction grow with the points, whatever the batch: per call.
-  if (tile == 0) tile = WinogradTile(g.n, g.w.out[0], g.w.out[1], true);
+  if (tile == 0)
+    tile = WinogradTile(g.n, g.w.out[0], g.w.out[1], true) == 4 &&
+                   GradientBlockTiles(g, 36) >= kWinogradMinGradientBlockTiles
+               ? 4
+               : 2;
   if (tile == 4)
     BackwardWeightsTiles<4>(g, x, x_layout, dy, dy_layout, dw, threads);
   else

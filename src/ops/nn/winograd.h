@@ -51,6 +51,16 @@ bool WinogradPaysOff(const ConvGeometry& g, ActivationLayout input);
 /// backward passes took 4.0-4.4 ms on oneDNN against 4.8-5.3 on Winograd (the forward pass 2.0-2.2
 /// on Winograd against 2.2-2.4); at 32 channels they were even.
 bool WinogradBackwardPaysOff(const ConvGeometry& g);
+/// Fewest tiles per block for which the filter gradient pays off in a tile size. Every block adds
+/// its products into all of dU (points x C x K floats), and blocks shrink as channels grow (a
+/// block's transformed input and gradient stay in L2): with few tiles per block those passes over
+/// dU dominate. 2 threads, 2x2 tiles, 256->256 14x14 (8 tiles a block): 5.90 ms against oneDNN's
+/// 3.57 at batch 2, 8.38 against 7.19 at batch 4; 4x4 tiles, 128->128 28x28 (7 tiles a block):
+/// 2.63 against 1.71 in 2x2 tiles; 64->64 8x8 (14 tiles a block): 1.26 against 2.02.
+inline constexpr int64_t kWinogradMinGradientBlockTiles = 12;
+/// WinogradBackwardPaysOff, and blocks of kWinogradMinGradientBlockTiles 2x2 tiles for the filter
+/// gradient.
+bool WinogradFilterGradientPaysOff(const ConvGeometry& g);
 
 /// What a forward call does after the convolution, per output element.
 struct WinogradEpilogue {
@@ -80,7 +90,8 @@ int WinogradTile(int64_t n, int64_t out_h, int64_t out_w, bool per_call);
 
 /// dw = conv_backward_weights(x, dy) of `g` (WinogradFits): x and dy in their layouts, OIHW dw, on
 /// up to `threads` threads (each sums its blocks' products, then the sums are added), in output
-/// tiles of `tile` (2 or 4; 0: WinogradTile's choice, per call).
+/// tiles of `tile` (2 or 4; 0: WinogradTile's choice, per call, and 4 only with blocks of
+/// kWinogradMinGradientBlockTiles tiles).
 void WinogradBackwardWeights(const ConvGeometry& g, const float* x, ActivationLayout x_layout, const float* dy,
                              ActivationLayout dy_layout, float* dw, int threads, int tile = 0);
 

@@ -267,6 +267,10 @@ TEST_CASE("winograd: backward weights match the direct sum over the batch") {
 TEST_CASE("winograd: what it does not compute") {
   ConvGeometry g = Geometry({1, 16, 16, 8, 8, 1, 1, 1, 1});
   CHECK(WinogradFits(g));
+  // The filter gradient of many channels: blocks of too few tiles (8 of 2x2 at 256 x 256).
+  CHECK(WinogradFilterGradientPaysOff(Geometry({4, 64, 64, 14, 14, 1, 1, 1, 1})));
+  CHECK(WinogradBackwardPaysOff(Geometry({4, 256, 256, 14, 14, 1, 1, 1, 1})));
+  CHECK_FALSE(WinogradFilterGradientPaysOff(Geometry({4, 256, 256, 14, 14, 1, 1, 1, 1})));
   ConvGeometry few = g;
   few.c = kWinogradMinChannels - 1;
   CHECK_FALSE(WinogradFits(few));
