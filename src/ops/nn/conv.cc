@@ -473,7 +473,6 @@ class ConvTransposeGradKernel final : public OpKernel {
       ZeroFill(df);
       return Status::OK();
     }
-    PC_RETURN_IF_ERROR(CheckLayout<T>(g, attrs_));
     if constexpr (std::is_same_v<T, float>) {
       runtime::OneDnnHandles& h = ctx.device_as<runtime::CpuContext>().onednn();
       if (dx) PC_RETURN_IF_ERROR(conv_.Forward(h, g, dy, f, dx->data<float>()));

@@ -249,14 +249,6 @@ inline void PatchTransform(const float* x, const LaneView& in, int64_t n, int64_
   }
 }
 
-/// V[xi] at v + xi * xi_stride, channels c0..c0+7, for the patch at (h0, w0).
-inline void InputTile(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
-                      float* v, int64_t xi_stride) {
-  __m256 r[16];
-  PatchTransform(x, in, n, c0, h0, w0, inside, r);
-  for (int xi = 0; xi < 16; ++xi) _mm256_storeu_ps(v + xi * xi_stride, r[xi]);
-}
-
 /// `x` (NCHW, `c` channels of h x w, n images) as 8-channel groups: `x` itself when `layout` is
 /// blocked, else a copy in nChw8c (channels padded to a multiple of 8 with zeros) in `copy`.
 const float* AsLanes(const float* x, ActivationLayout layout, int64_t n, int64_t c, int64_t h, int64_t w, int team,
@@ -318,14 +310,6 @@ inline void PatchTransform4(const float* x, const LaneView& in, int64_t n, int64
   __m256 t[36];  // B' d: column j of d transformed into column j of t
   for (int j = 0; j < 6; ++j) bt(d + j, 6, t + j, 6);
   for (int i = 0; i < 6; ++i) bt(t + 6 * i, 1, v + 6 * i, 1);  // (B' d) B: row i of t transformed
-}
-
-/// InputTile's F(4x4, 3x3) counterpart: V[xi] at v + xi * xi_stride for the 6x6 patch at (h0, w0).
-inline void InputTile4(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
-                       float* v, int64_t xi_stride) {
-  __m256 r[36];
-  PatchTransform4(x, in, n, c0, h0, w0, inside, r);
-  for (int xi = 0; xi < 36; ++xi) _mm256_storeu_ps(v + xi * xi_stride, r[xi]);
 }
 
 /// The tile's 4x4 outputs for channels k0..k0+7 of F(4x4, 3x3): A' m A + bias, then the relu, with
@@ -399,10 +383,6 @@ struct TileTransforms<2> {
       o[3 * i + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
     }
   }
-  static void Input(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
-                    float* v, int64_t xi_stride) {
-    InputTile(x, in, n, c0, h0, w0, inside, v, xi_stride);
-  }
   static void Output(const float* m, int64_t xi_stride, __m256 bias, bool relu, __m256 out[4]) {
     OutputTile(m, xi_stride, bias, relu, out);
   }
@@ -458,14 +438,20 @@ struct TileTransforms<4> {
     }
     for (int i = 0; i < 3; ++i) gt(t[i][0], t[i][1], t[i][2], t[i][3], t[i][4], t[i][5], o + 3 * i);
   }
-  static void Input(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
-                    float* v, int64_t xi_stride) {
-    InputTile4(x, in, n, c0, h0, w0, inside, v, xi_stride);
-  }
   static void Output(const float* m, int64_t xi_stride, __m256 bias, bool relu, __m256 out[16]) {
     OutputTile4(m, xi_stride, bias, relu, out);
   }
 };
+
+/// V[xi] at v + xi * xi_stride, channels c0..c0+7, for the patch of a kOut x kOut tile at (h0, w0).
+template <int kOut>
+inline void InputTile(const float* x, const LaneView& in, int64_t n, int64_t c0, int64_t h0, int64_t w0, bool inside,
+                      float* v, int64_t xi_stride) {
+  constexpr int kPoints = (kOut + 2) * (kOut + 2);
+  __m256 r[kPoints];
+  TileTransforms<kOut>::Patch(x, in, n, c0, h0, w0, inside, r);
+  for (int xi = 0; xi < kPoints; ++xi) _mm256_storeu_ps(v + xi * xi_stride, r[xi]);
+}
 
 }  // namespace
 
@@ -509,7 +495,7 @@ void WinogradConv::RunTiles(const Shape& s, const float* x, ActivationLayout xl,
       const int64_t h0 = kOut * ty - s.pt, w0 = kOut * tx - s.pl;
       const bool inside = h0 >= 0 && w0 >= 0 && h0 + kIn <= s.h && w0 + kIn <= s.w;
       for (int64_t c0 = 0; c0 < C8; c0 += kLanes)
-        TileTransforms<kOut>::Input(x, in, n, c0, h0, w0, inside, V + i * C8 + c0, rows * C8);
+        InputTile<kOut>(x, in, n, c0, h0, w0, inside, V + i * C8 + c0, rows * C8);
     }
     // The GEMMs, one per point: M[xi] (rows x KP) = V[xi] (rows x C8) * U[xi] (C8 x KP).
     for (int64_t xi = 0; xi < kPoints; ++xi)
