@@ -1,5 +1,6 @@
 // The AVX2 + FMA register tile the CPU's own GEMM-shaped loops share (Winograd's 16 products in
-// nn/winograd.cc, the tiled float32 GEMM in math/gemm.cc): 6 rows x 16 columns in 12 accumulators.
+// nn/winograd.cc, the tiled float32 GEMM in math/gemm.cc): 6 rows x 16 columns in 12
+// accumulators, or fewer rows for the last rows of a product.
 #pragma once
 
 #include <cstdint>
@@ -19,52 +20,72 @@ struct TileEpilogue {
   bool relu = false;
 };
 
-/// C[6 x 16] = A[6 x depth] * B[depth x 16] (plus C's own values when `accumulate`), then the
-/// epilogue: A's rows at stride lda (or, with kTransposedA, A stored [depth x 6] as columns at
-/// stride lda: a gradient's X^T read in place), B's rows at stride ldb, C's at stride ldc. The
-/// accumulators are named: GCC stores an array of them to the stack on every iteration.
-template <bool kTransposedA = false>
+/// C[R x 16] = A[R x depth] * B[depth x 16] (plus C's own values when `accumulate`), then the
+/// epilogue, for R = kRows: 6, or fewer for the last rows of a product whose rows are not a
+/// multiple of 6. A's rows are at stride lda (or, with kTransposedA, A is stored [depth x R] as
+/// columns at stride lda: a gradient's X^T read in place), B's rows at stride ldb, C's at stride
+/// ldc. The accumulators are named: GCC stores an array of them to the stack on every iteration.
+/// Fewer rows are fewer independent FMA chains, so a 4-row tile takes about 4/6 of a full tile's
+/// time (FMA latency bound) rather than all of it, as a 6-row tile overlapping the rows before it
+/// did.
+template <bool kTransposedA = false, int kRows = kTileRows>
 inline void MicroTile(int64_t depth, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                       TileEpilogue e = {}, bool accumulate = false) {
+  static_assert(kRows >= 1 && kRows <= kTileRows);
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   if (accumulate) {
     c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
-    c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
-    c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
-    c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
-    c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
-    c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+    if constexpr (kRows > 1) c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+    if constexpr (kRows > 2) c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+    if constexpr (kRows > 3) c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    if constexpr (kRows > 4) c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+    if constexpr (kRows > 5) c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
   }
-  // Element (r, k) of A is at a + r * row + k * col.
+  // Element (r, k) of A is at a + r * row + k * col; rows past kRows point at row 0, never read.
   const int64_t row = kTransposedA ? 1 : lda, col = kTransposedA ? lda : 1;
-  const float *a0 = a, *a1 = a + row, *a2 = a + 2 * row, *a3 = a + 3 * row, *a4 = a + 4 * row, *a5 = a + 5 * row;
+  const float* a0 = a;
+  const float* a1 = kRows > 1 ? a + row : a;
+  const float* a2 = kRows > 2 ? a + 2 * row : a;
+  const float* a3 = kRows > 3 ? a + 3 * row : a;
+  const float* a4 = kRows > 4 ? a + 4 * row : a;
+  const float* a5 = kRows > 5 ? a + 5 * row : a;
   for (int64_t k = 0; k < depth; ++k, b += ldb) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
     const int64_t q = k * col;
     __m256 v = _mm256_broadcast_ss(a0 + q);
     c00 = _mm256_fmadd_ps(v, b0, c00);
     c01 = _mm256_fmadd_ps(v, b1, c01);
-    v = _mm256_broadcast_ss(a1 + q);
-    c10 = _mm256_fmadd_ps(v, b0, c10);
-    c11 = _mm256_fmadd_ps(v, b1, c11);
-    v = _mm256_broadcast_ss(a2 + q);
-    c20 = _mm256_fmadd_ps(v, b0, c20);
-    c21 = _mm256_fmadd_ps(v, b1, c21);
-    v = _mm256_broadcast_ss(a3 + q);
-    c30 = _mm256_fmadd_ps(v, b0, c30);
-    c31 = _mm256_fmadd_ps(v, b1, c31);
-    v = _mm256_broadcast_ss(a4 + q);
-    c40 = _mm256_fmadd_ps(v, b0, c40);
-    c41 = _mm256_fmadd_ps(v, b1, c41);
-    v = _mm256_broadcast_ss(a5 + q);
-    c50 = _mm256_fmadd_ps(v, b0, c50);
-    c51 = _mm256_fmadd_ps(v, b1, c51);
+    if constexpr (kRows > 1) {
+      v = _mm256_broadcast_ss(a1 + q);
+      c10 = _mm256_fmadd_ps(v, b0, c10);
+      c11 = _mm256_fmadd_ps(v, b1, c11);
+    }
+    if constexpr (kRows > 2) {
+      v = _mm256_broadcast_ss(a2 + q);
+      c20 = _mm256_fmadd_ps(v, b0, c20);
+      c21 = _mm256_fmadd_ps(v, b1, c21);
+    }
+    if constexpr (kRows > 3) {
+      v = _mm256_broadcast_ss(a3 + q);
+      c30 = _mm256_fmadd_ps(v, b0, c30);
+      c31 = _mm256_fmadd_ps(v, b1, c31);
+    }
+    if constexpr (kRows > 4) {
+      v = _mm256_broadcast_ss(a4 + q);
+      c40 = _mm256_fmadd_ps(v, b0, c40);
+      c41 = _mm256_fmadd_ps(v, b1, c41);
+    }
+    if constexpr (kRows > 5) {
+      v = _mm256_broadcast_ss(a5 + q);
+      c50 = _mm256_fmadd_ps(v, b0, c50);
+      c51 = _mm256_fmadd_ps(v, b1, c51);
+    }
   }
   __m256 acc[kTileRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   const __m256 bias0 = e.bias ? _mm256_loadu_ps(e.bias) : _mm256_setzero_ps();
   const __m256 bias1 = e.bias ? _mm256_loadu_ps(e.bias + 8) : _mm256_setzero_ps();
-  for (int r = 0; r < kTileRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     __m256 lo = acc[r][0], hi = acc[r][1];
     if (e.bias) {
       lo = _mm256_add_ps(lo, bias0);
@@ -76,6 +97,26 @@ inline void MicroTile(int64_t depth, const float* a, int64_t lda, const float* b
     }
     _mm256_storeu_ps(c + r * ldc, lo);
     _mm256_storeu_ps(c + r * ldc + 8, hi);
+  }
+}
+
+/// MicroTile for `rows` (1 to 6) known only at run time.
+template <bool kTransposedA = false>
+inline void MicroTileRows(int rows, int64_t depth, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                          int64_t ldc, TileEpilogue e = {}, bool accumulate = false) {
+  switch (rows) {
+    case 1:
+      return MicroTile<kTransposedA, 1>(depth, a, lda, b, ldb, c, ldc, e, accumulate);
+    case 2:
+      return MicroTile<kTransposedA, 2>(depth, a, lda, b, ldb, c, ldc, e, accumulate);
+    case 3:
+      return MicroTile<kTransposedA, 3>(depth, a, lda, b, ldb, c, ldc, e, accumulate);
+    case 4:
+      return MicroTile<kTransposedA, 4>(depth, a, lda, b, ldb, c, ldc, e, accumulate);
+    case 5:
+      return MicroTile<kTransposedA, 5>(depth, a, lda, b, ldb, c, ldc, e, accumulate);
+    default:
+      return MicroTile<kTransposedA, kTileRows>(depth, a, lda, b, ldb, c, ldc, e, accumulate);
   }
 }
 

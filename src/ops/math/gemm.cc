@@ -191,15 +191,16 @@ void PackB(const GemmShape& s, const float* b, float* packed, bool in_team) {
 }
 
 /// C [M, N] = epilogue(A [M, K] * B [K, N]) in 6 x 16 register tiles (common/microkernel.h), A read
-/// in place. B is either `b` itself, copied kKBlock x 16 at a time, or `packed` (PackB): given
-/// packed, or packed here first when `pack` is set (`packed` then is the room for it). A task is one
-/// 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows of C (all of them up to
-/// kTiledMaxRows, else as many 6-row tiles as keep that block of A in L2), computed a block of B's
-/// rows at a time; tasks go one at a time to whichever thread is free, so a thread descheduled by
-/// another process delays only its task. The last row and column tiles overlap the ones before (M
-/// and N need not be multiples of 6 and 16) and write only their new part. MLP inference at batch
-/// 64 (784-512-256-10), 2 threads, 5 alternating runs, B copied at each call: median 0.632 ms
-/// against 0.650 on oneDNN 2.6's matmul, one thread about 1.0 against 1.2 ms.
+/// in place, the last row tile holding M's remainder rows. B is either `b` itself, copied kKBlock x
+/// 16 at a time, or `packed` (PackB): given packed, or packed here first when `pack` is set
+/// (`packed` then is the room for it). A task is one 16-column panel (up to kMaxPanelGroup of
+/// packed B) of a block of rows of C (all of them up to kTiledMaxRows, else as many 6-row tiles as
+/// keep that block of A in L2), computed a block of B's rows at a time; tasks go one at a time to
+/// whichever thread is free, so a thread descheduled by another process delays only its task. The
+/// last column panel overlaps the one before (N need not be a multiple of 16) and writes only its
+/// new part. MLP inference at batch 64 (784-512-256-10), 2 threads, 5 alternating runs, B copied at
+/// each call: median 0.632 ms against 0.650 on oneDNN 2.6's matmul, one thread about 1.0 against
+/// 1.2 ms.
 void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, float* packed, bool pack,
                const float* bias, float* c, int threads) {
   const int64_t m = s.m, k = s.k, n = s.n;
@@ -217,12 +218,12 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
       packed ? std::clamp<int64_t>(row_blocks * panels / (4 * std::max(threads, 1)), 1, kMaxPanelGroup) : 1;
   const int64_t groups = (panels + group - 1) / group, tasks = row_blocks * groups;
   // A is read in place either way: rows K apart, or (trans_a) columns M apart.
-  auto tile = [&](int64_t depth, const float* at, const float* block, float* out, int64_t ldc, TileEpilogue te,
-                  bool acc) {
+  auto tile = [&](int rows, int64_t depth, const float* at, const float* block, float* out, int64_t ldc,
+                  TileEpilogue te, bool acc) {
     if (s.trans_a)
-      MicroTile<true>(depth, at, m, block, kTileCols, out, ldc, te, acc);
+      MicroTileRows<true>(rows, depth, at, m, block, kTileCols, out, ldc, te, acc);
     else
-      MicroTile(depth, at, k, block, kTileCols, out, ldc, te, acc);
+      MicroTileRows(rows, depth, at, k, block, kTileCols, out, ldc, te, acc);
   };
   auto task = [&](int64_t id) {
     const int64_t rb = id / groups, p_begin = id % groups * group, p_end = std::min(panels, p_begin + group);
@@ -237,26 +238,29 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
         for (int64_t q = 0; q < depth; ++q) CopyPanelRow(b + (k0 + q) * n + j0, copied + q * kTileCols);
       }
       for (int64_t t = t_begin; t < t_end; ++t) {
-        const int64_t i_new = t * kTileRows, i0 = std::min(i_new, m - kTileRows);
+        // The last row tile holds M's remainder rows (MicroTile's kRows), not 6 rows overlapping the
+        // tile before.
+        const int64_t i0 = t * kTileRows;
+        const int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - i0));
         const float* at = s.trans_a ? a + k0 * m + i0 : a + i0 * k + k0;
         for (int64_t p = p_begin; p < p_end; ++p) {
           const int64_t j_new = p * kTileCols, j0 = PanelStart(p, n), cols_new = j0 + kTileCols - j_new;
           const float* block = packed ? packed + (p * k + k0) * kTileCols : copied;
           const TileEpilogue te = final ? TileEpilogue{e.bias ? bias + j0 : nullptr, e.relu} : TileEpilogue{};
-          if (i0 == i_new && j0 == j_new) {
-            tile(depth, at, block, c + i0 * n + j0, n, te, acc);
+          if (j0 == j_new) {
+            tile(rows, depth, at, block, c + i0 * n + j0, n, te, acc);
             continue;
           }
-          // An edge tile: only its new rows and columns are this task's; the others belong to tasks
-          // that may be running, so they are neither read nor written.
-          const int64_t rows_skip = i_new - i0, cols_skip = j_new - j0;
+          // The last panel overlaps the one before: only its new columns are this task's; the
+          // others belong to a task that may be running, so they are neither read nor written.
+          const int64_t cols_skip = j_new - j0;
           if (acc) {
             std::fill_n(edge, kTileRows * kTileCols, 0.0f);
-            for (int64_t r = rows_skip; r < kTileRows; ++r)
+            for (int64_t r = 0; r < rows; ++r)
               std::copy_n(c + (i0 + r) * n + j_new, cols_new, edge + r * kTileCols + cols_skip);
           }
-          tile(depth, at, block, edge, kTileCols, te, acc);
-          for (int64_t r = rows_skip; r < kTileRows; ++r)
+          tile(rows, depth, at, block, edge, kTileCols, te, acc);
+          for (int64_t r = 0; r < rows; ++r)
             std::copy_n(edge + r * kTileCols + cols_skip, cols_new, c + (i0 + r) * n + j_new);
         }
       }

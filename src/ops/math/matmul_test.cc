@@ -261,7 +261,7 @@ TEST_CASE("matmul_v2 gradients match central differences (transposes, vectors, b
 
 TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, depth blocks, transposes") {
   // math/gemm.cc packs B whole for untransposed products of more than 128 rows: 310 rows are 52
-  // tiles, the last overlapping the one before, and 37 columns three panels, the last overlapping.
+  // tiles, the last of 4 rows, and 37 columns three panels, the last overlapping the one before.
   // 130 x 1100 x 100 has rows in 3 blocks (1100 deep keeps 8 tiles of A in L2), two passes over
   // each panel (the second accumulates into C, edge tiles included) and its 7 panels in groups of
   // 4 (one thread) or 2 (two threads), the last group short. X transposed runs there too (read in
@@ -288,6 +288,29 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
       }
     }
   }
+}
+
+TEST_CASE("matmul_v2 on the tiled GEMM: a last row tile of each size from 1 to 5 rows") {
+  // math/gemm.cc computes M's remainder rows in a tile of that many rows (common/microkernel.h's
+  // kRows). Up to 128 rows B is copied a block at a time (a depth of 300 spans three blocks, so the
+  // remainder tile also accumulates); above, B is packed whole. X transposed is read by columns.
+  for (int64_t base : {6, 132})
+    for (int64_t rem = 1; rem <= 5; ++rem)
+      for (bool tx : {false, true}) {
+        const int64_t m = base + rem, k = 300, n = 40;
+        const Tensor x = RandomTensor(DType::kFloat32, tx ? Dims{k, m} : Dims{m, k}, 41 + rem);
+        const Tensor y = RandomTensor(DType::kFloat32, {k, n}, 51 + rem);
+        std::vector<ir::pb::OpDesc::Attr> attrs;
+        if (tx) attrs.push_back(ops::MakeAttr("trans_x", true));
+        for (int threads : {1, 2}) {
+          CAPTURE(m);
+          CAPTURE(tx);
+          CAPTURE(threads);
+          auto out = RunOpNamedBySlot("matmul_v2", {{"X", x}, {"Y", y}}, attrs, {"Out"}, {.threads = threads});
+          ExpectClose(out.at("Out"), FromDoubles<float>({m, n}, RefMatmul(x, y, tx, false, {m, n})),
+                      {static_cast<double>(k) * 2e-7, 1e-5}, "matmul_v2");
+        }
+      }
 }
 
 TEST_CASE("matmul_v2 and its gradient in float32 on two threads") {
