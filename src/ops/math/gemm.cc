@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -110,8 +111,8 @@ constexpr int64_t kTiledMaxRows = 128;
 /// 0.35-0.39 in passes of 256 rows, 0.35-0.41 with each panel copied from B at every call.
 constexpr int64_t kPackedKBlock = 1024;
 
-/// Largest B packed, in floats (16 MB): a copy kept between calls doubles the weights' memory, and
-/// a B this large is read at memory speed anyway.
+/// Largest B (or transposed A) packed, in floats (16 MB): a copy kept between calls doubles the
+/// weights' memory, and an operand this large is read at memory speed anyway.
 constexpr int64_t kMaxPackedB = int64_t{4} << 20;
 
 /// Deepest product on the packed path: a task's block of A (rows x depth) must stay in L2 while its
@@ -130,16 +131,16 @@ int64_t Panels(int64_t n) { return (n + kTileCols - 1) / kTileCols; }
 int64_t PanelStart(int64_t p, int64_t n) { return std::min(p * kTileCols, n - kTileCols); }
 int64_t PackedSize(const GemmShape& s) { return s.k * Panels(s.n) * kTileCols; }
 
-/// Widest product whose A TiledGemm reads transposed (a weight gradient, X^T dY) in place. Each
-/// column of A^T is a separate cache line for each k, so a tile of A costs more to read than in
-/// rows, and it is read once per group of panels: measured against oneDNN 2.6's matmul (2 threads,
-/// caches flushed between calls), 512x512x256 0.81-0.82 of its time, 512x64x256 0.81-0.83,
-/// 3136x64x128 0.90-0.97, 256x64x16 0.53-0.64, but 784x512x512 1.08 and 784x64x512 1.08-1.10.
-constexpr int64_t kTransposedAMaxCols = 256;
+/// Floats of PackTransposedA's copy of a transposed A: whole 6-row tiles.
+int64_t PackedASize(const GemmShape& s) { return (s.m + kTileRows - 1) / kTileRows * kTileRows * s.k; }
 
-/// Whether TiledGemm reads `s`'s A as stored: always untransposed, transposed up to
-/// kTransposedAMaxCols columns.
-bool TiledTranspositionFits(const GemmShape& s) { return !s.trans_a || s.n <= kTransposedAMaxCols; }
+/// Whether TiledGemm takes `s`'s A: always untransposed; transposed (a weight gradient, X^T dY), it
+/// is copied into row tiles at each call (PackTransposedA), up to kMaxPackedB floats. Against
+/// oneDNN 2.6's matmul, 2 threads, caches flushed between calls, 300 alternating calls in one
+/// process: 512x512x512 0.76 of its time, 784x64x512 0.92-0.97 (1.20 in a fifth run),
+/// 256x64x1024 0.94, 1024x512x1024 and 784x512x512 1.00-1.02 (medians). Read in place instead, its
+/// tiles made products wider than 256 columns 8-10 % slower than oneDNN's.
+bool TiledTranspositionFits(const GemmShape& s) { return !s.trans_a || PackedASize(s) <= kMaxPackedB; }
 
 /// Whether TiledGemm computes `s` with B copied 128 rows at a time as panels need it: one 2-D
 /// product of 6 to kTiledMaxRows rows and at least 16 columns, B untransposed.
@@ -179,30 +180,65 @@ void PackRows(const GemmShape& s, const float* b, int64_t q0, int64_t q1, float*
 /// Rows of B per chunk of PackRows handed to a thread.
 constexpr int64_t kPackRows = 64;
 
-/// B as TiledGemm's panels, on the calling thread, or as one thread of a team (`omp for`).
+/// B as TiledGemm's panels, on the calling thread, or as one thread of a team (`omp for`, no
+/// barrier: the caller waits).
 void PackB(const GemmShape& s, const float* b, float* packed, bool in_team) {
   if (!in_team) {
     PackRows(s, b, 0, s.k, packed);
     return;
   }
   const int64_t chunks = (s.k + kPackRows - 1) / kPackRows;
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
   for (int64_t c = 0; c < chunks; ++c) PackRows(s, b, c * kPackRows, std::min(s.k, (c + 1) * kPackRows), packed);
 }
 
+/// Row tiles per chunk of PackTransposedA handed to a thread.
+constexpr int64_t kPackTiles = 8;
+
+/// A stored transposed ([K, M]: a weight gradient's X^T) as TiledGemm's row tiles: tile t is K
+/// groups of 6 floats, its rows' values at one k (fewer in the last tile). Read in place, a tile's
+/// values for consecutive k lie M floats apart, and with M a multiple of 512 (a layer's width) all
+/// of them fall into the same two of L1's 64 sets, so they came from L2 at every k: one thread,
+/// 512x512x256 ran at 70 GF/s where the untransposed product runs at 96, and at 91 packed.
+void PackTransposedA(const GemmShape& s, const float* a, float* packed, bool in_team) {
+  const int64_t m = s.m, k = s.k, tiles = (m + kTileRows - 1) / kTileRows;
+  auto pack = [&](int64_t t0, int64_t t1) {
+    // Eight values of k at a time, so each tile gets 192 contiguous bytes per visit rather than 24.
+    for (int64_t q0 = 0; q0 < k; q0 += 8)
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t i0 = t * kTileRows, rows = std::min<int64_t>(kTileRows, m - i0);
+        for (int64_t q = q0; q < std::min(k, q0 + 8); ++q) {
+          const float* src = a + q * m + i0;
+          float* dst = packed + (t * k + q) * kTileRows;
+          if (rows == kTileRows)
+            std::memcpy(dst, src, kTileRows * sizeof(float));
+          else
+            std::copy_n(src, rows, dst);
+        }
+      }
+  };
+  if (!in_team) {
+    pack(0, tiles);
+    return;
+  }
+  const int64_t chunks = (tiles + kPackTiles - 1) / kPackTiles;
+#pragma omp for schedule(static) nowait
+  for (int64_t c = 0; c < chunks; ++c) pack(c * kPackTiles, std::min(tiles, (c + 1) * kPackTiles));
+}
+
 /// C [M, N] = epilogue(A [M, K] * B [K, N]) in 6 x 16 register tiles (common/microkernel.h), A read
-/// in place, the last row tile holding M's remainder rows. B is either `b` itself, copied kKBlock x
-/// 16 at a time, or `packed` (PackB): given packed, or packed here first when `pack` is set
-/// (`packed` then is the room for it). A task is one 16-column panel (up to kMaxPanelGroup of
-/// packed B) of a block of rows of C (all of them up to kTiledMaxRows, else as many 6-row tiles as
-/// keep that block of A in L2), computed a block of B's rows at a time; tasks go one at a time to
-/// whichever thread is free, so a thread descheduled by another process delays only its task. The
-/// last column panel overlaps the one before (N need not be a multiple of 16) and writes only its
-/// new part. MLP inference at batch 64 (784-512-256-10), 2 threads, 5 alternating runs, B copied at
-/// each call: median 0.632 ms against 0.650 on oneDNN 2.6's matmul, one thread about 1.0 against
-/// 1.2 ms.
+/// in place or, transposed, packed into `packed_a` first (PackTransposedA), the last row tile
+/// holding M's remainder rows. B is either `b` itself, copied kKBlock x 16 at a time, or `packed`
+/// (PackB): given packed, or packed here first when `pack` is set (`packed` then is the room for
+/// it). A task is one 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows of C
+/// (all of them up to kTiledMaxRows, else as many 6-row tiles as keep that block of A in L2),
+/// computed a block of B's rows at a time; tasks go one at a time to whichever thread is free, so a
+/// thread descheduled by another process delays only its task. The last column panel overlaps the
+/// one before (N need not be a multiple of 16) and writes only its new part. MLP inference at batch
+/// 64 (784-512-256-10), 2 threads, 5 alternating runs, B copied at each call: median 0.632 ms
+/// against 0.650 on oneDNN 2.6's matmul, one thread about 1.0 against 1.2 ms.
 void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, float* packed, bool pack,
-               const float* bias, float* c, int threads) {
+               float* packed_a, const float* bias, float* c, int threads) {
   const int64_t m = s.m, k = s.k, n = s.n;
   const int64_t row_tiles = (m + kTileRows - 1) / kTileRows, panels = Panels(n);
   const int64_t k_block = packed ? kPackedKBlock : kKBlock;
@@ -217,11 +253,11 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   const int64_t group =
       packed ? std::clamp<int64_t>(row_blocks * panels / (4 * std::max(threads, 1)), 1, kMaxPanelGroup) : 1;
   const int64_t groups = (panels + group - 1) / group, tasks = row_blocks * groups;
-  // A is read in place either way: rows K apart, or (trans_a) columns M apart.
+  // A is read in place (rows K apart) or, transposed, from its packed copy (PackTransposedA).
   auto tile = [&](int rows, int64_t depth, const float* at, const float* block, float* out, int64_t ldc,
                   TileEpilogue te, bool acc) {
     if (s.trans_a)
-      MicroTileRows<true>(rows, depth, at, m, block, kTileCols, out, ldc, te, acc);
+      MicroTileRows<true>(rows, depth, at, kTileRows, block, kTileCols, out, ldc, te, acc);
     else
       MicroTileRows(rows, depth, at, k, block, kTileCols, out, ldc, te, acc);
   };
@@ -242,7 +278,7 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
         // tile before.
         const int64_t i0 = t * kTileRows;
         const int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - i0));
-        const float* at = s.trans_a ? a + k0 * m + i0 : a + i0 * k + k0;
+        const float* at = s.trans_a ? packed_a + (t * k + k0) * kTileRows : a + i0 * k + k0;
         for (int64_t p = p_begin; p < p_end; ++p) {
           const int64_t j_new = p * kTileCols, j0 = PanelStart(p, n), cols_new = j0 + kTileCols - j_new;
           const float* block = packed ? packed + (p * k + k0) * kTileCols : copied;
@@ -268,13 +304,20 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   };
   const int team = static_cast<int>(std::min<int64_t>(threads, tasks));
   if (team <= 1) {
+    if (s.trans_a) PackTransposedA(s, a, packed_a, false);
     if (pack) PackB(s, b, packed, false);
     for (int64_t id = 0; id < tasks; ++id) task(id);
     return;
   }
 #pragma omp parallel num_threads(team)
   {
-    if (pack) PackB(s, b, packed, true);  // ends at the loop's barrier: every panel is whole
+    // Neither packing loop ends in a barrier of its own: one barrier, then every tile and panel is
+    // whole.
+    if (s.trans_a) PackTransposedA(s, a, packed_a, true);
+    if (pack) PackB(s, b, packed, true);
+    if (s.trans_a || pack) {
+#pragma omp barrier
+    }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t id = 0; id < tasks; ++id) task(id);
   }
@@ -297,6 +340,14 @@ struct Gemm<float>::Primitive {
 
 Gemm<float>::Gemm() = default;
 Gemm<float>::~Gemm() = default;
+
+#if defined(__AVX2__) && defined(__FMA__)
+float* Gemm<float>::PackedARoom(const GemmShape& s) {
+  if (!s.trans_a) return nullptr;
+  packed_a_.resize(PackedASize(s));
+  return packed_a_.data();
+}
+#endif
 
 Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilogue e, const float* a, const float* b,
                         const float* bias, float* c, uint64_t b_stamp) {
@@ -328,12 +379,12 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
       // Packed once and kept (a B seen unchanged), or packed for this call only.
       const bool pack = !pb.ready;
       pb.data.resize(PackedSize(s));
-      TiledGemm(s, e, a, b, pb.data.data(), pack, bias, c, threads);
+      TiledGemm(s, e, a, b, pb.data.data(), pack, PackedARoom(s), bias, c, threads);
       pb.ready = same;
       return Status::OK();
     }
     if (CopiedFits(s)) {
-      TiledGemm(s, e, a, b, nullptr, false, bias, c, threads);
+      TiledGemm(s, e, a, b, nullptr, false, PackedARoom(s), bias, c, threads);
       return Status::OK();
     }
   }

@@ -74,6 +74,9 @@ class Gemm<float> {
     std::vector<float> data;
   };
   PackedB packed_;
+  /// Room for a transposed A copied into row tiles at each call (math/gemm.cc, PackTransposedA).
+  float* PackedARoom(const GemmShape& s);
+  std::vector<float> packed_a_;
 };
 
 template <>
