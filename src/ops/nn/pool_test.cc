@@ -252,34 +252,38 @@ TEST_CASE("pool2d_grad sends a max window's gradient to its first maximal elemen
   t.ExpectOutput("X@GRAD", MakeTensor<double>({1, 1, 2, 4}, {10, 0, 0, 0, 0, 0, 20, 0}), {0, 0});
 }
 
-// The same rule on wide float32 rows (the vectorized loop and its tail) with many ties: values
-// drawn from {0, 1, 2}, so most windows hold two or more maximal elements.
-TEST_CASE("pool2d_grad's 2x2 max windows with ties, on rows wide enough to vectorize") {
-  const int64_t n = 2, c = 3, h = 6, w = 38, oh = h / 2, ow = w / 2;
-  std::vector<float> x(n * c * h * w), out(n * c * oh * ow), dy(out.size()), want(x.size(), 0.0f);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919 + i / 5) % 3);
-  for (int64_t p = 0; p < n * c; ++p)
-    for (int64_t r = 0; r < oh; ++r)
-      for (int64_t q = 0; q < ow; ++q) {
-        const int64_t o = (p * oh + r) * ow + q;
-        const int64_t at[4] = {(p * h + 2 * r) * w + 2 * q, (p * h + 2 * r) * w + 2 * q + 1,
-                               (p * h + 2 * r + 1) * w + 2 * q, (p * h + 2 * r + 1) * w + 2 * q + 1};
-        float m = x[at[0]];
-        for (int64_t k : at) m = std::max(m, x[k]);
-        out[o] = m;
-        dy[o] = static_cast<float>(o + 1);
-        for (int64_t k : at)
-          if (x[k] == m) {
-            want[k] = dy[o];
-            break;
-          }
-      }
-  OpTest t("pool2d_grad");
-  t.Input("X", MakeTensor<float>({n, c, h, w}, x)).Input("Out", MakeTensor<float>({n, c, oh, ow}, out));
-  t.Input("Out@GRAD", MakeTensor<float>({n, c, oh, ow}, dy)).Output("X@GRAD");
-  t.Attr("ksize", std::vector<int>{2, 2}).Attr("strides", std::vector<int>{2, 2});
-  REQUIRE_OK(t.Run());
-  t.ExpectOutput("X@GRAD", MakeTensor<float>({n, c, h, w}, want), {0, 0});
+// The same rule on float32 rows (the AVX2 lanes: 4 windows a step, then a masked tail of 1 to 3)
+// with many ties: values drawn from {0, 1, 2}, so most windows hold two or more maximal elements.
+// Widths 2 to 38: tails of every size, an exact step, and LeNet's 28 and 14.
+TEST_CASE("pool2d_grad's 2x2 max windows with ties, on rows of every width the lanes split into") {
+  for (int64_t w : {2, 4, 6, 8, 14, 28, 38}) {
+    CAPTURE(w);
+    const int64_t n = 2, c = 3, h = 6, oh = h / 2, ow = w / 2;
+    std::vector<float> x(n * c * h * w), out(n * c * oh * ow), dy(out.size()), want(x.size(), 0.0f);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919 + i / 5) % 3);
+    for (int64_t p = 0; p < n * c; ++p)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q) {
+          const int64_t o = (p * oh + r) * ow + q;
+          const int64_t at[4] = {(p * h + 2 * r) * w + 2 * q, (p * h + 2 * r) * w + 2 * q + 1,
+                                 (p * h + 2 * r + 1) * w + 2 * q, (p * h + 2 * r + 1) * w + 2 * q + 1};
+          float m = x[at[0]];
+          for (int64_t k : at) m = std::max(m, x[k]);
+          out[o] = m;
+          dy[o] = static_cast<float>(o + 1);
+          for (int64_t k : at)
+            if (x[k] == m) {
+              want[k] = dy[o];
+              break;
+            }
+        }
+    OpTest t("pool2d_grad");
+    t.Input("X", MakeTensor<float>({n, c, h, w}, x)).Input("Out", MakeTensor<float>({n, c, oh, ow}, out));
+    t.Input("Out@GRAD", MakeTensor<float>({n, c, oh, ow}, dy)).Output("X@GRAD");
+    t.Attr("ksize", std::vector<int>{2, 2}).Attr("strides", std::vector<int>{2, 2});
+    REQUIRE_OK(t.Run());
+    t.ExpectOutput("X@GRAD", MakeTensor<float>({n, c, h, w}, want), {0, 0});
+  }
 }
 
 // float64 central differences, step 1e-6. Max pooling is piecewise linear and the random inputs
