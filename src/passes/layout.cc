@@ -12,6 +12,10 @@
 //   - conv2d (one group, NCHW) and fused_conv2d_bn_act: Input and Output, flagged by blocked_input
 //     and blocked_output; conv2d_grad: Input with Input@GRAD, and Output@GRAD, flagged the same way;
 //   - batch_norm (NCHW): X with Y; batch_norm_grad: X with Y@GRAD and X@GRAD; flagged by blocked;
+//   - pool2d (NCHW) with 2x2 max windows of stride 2 and no padding over even sizes, or a global
+//     average: X and Out; pool2d_grad: X with X@GRAD, and Out with Out@GRAD; flagged by
+//     blocked_input and blocked_output (LeNet: conv1's pooled result, conv2's input; ResNet: the
+//     last stage's sum, read by the global pooling);
 //   - element-wise ops whose tensors all have one shape, known but for the batch (relu,
 //     elementwise_add, sum, ..., and their gradients): all of them, with no flag, since position i
 //     means the same element in each.
@@ -97,8 +101,8 @@ class LayoutPass final : public Pass {
  public:
   std::string_view Name() const override { return "layout"; }
   std::string_view Summary() const override {
-    return "keep activations between convolutions, batch norms and element-wise ops in oneDNN's blocked layout "
-           "(reorders only at the edges), in inference and training";
+    return "keep activations between convolutions, batch norms, poolings and element-wise ops in oneDNN's blocked "
+           "layout (reorders only at the edges), in inference and training";
   }
 
   StatusOr<bool> Run(ir::Module& module, PassContext& ctx) override {
@@ -142,6 +146,11 @@ class LayoutPass final : public Pass {
       if (t == "batch_norm") return Sides{{{"X", "x"}, {"Y", "x"}}};
       return Sides{{{"X", "x"}, {"Y@GRAD", "x"}, {"X@GRAD", "x"}}};
     }
+    if (t == "pool2d" || t == "pool2d_grad") {
+      if (!LanePool(op, block)) return std::nullopt;
+      if (t == "pool2d") return Sides{{{"X", "in"}, {"Out", "out"}}};
+      return Sides{{{"X", "in"}, {"X@GRAD", "in"}, {"Out", "out"}, {"Out@GRAD", "out"}}};
+    }
     if (ElementWise(t)) {
       // Aligned only when every tensor has the same dims (no broadcast). Unknown channel or spatial
       // dims could turn out 1 at run time and broadcast, which the blocked layout would scramble; a
@@ -163,6 +172,28 @@ class LayoutPass final : public Pass {
       return sides;
     }
     return std::nullopt;
+  }
+
+  /// Whether the pooling of `op` has kernels for blocked tensors (nn/pool.cc's LanePoolOf).
+  static bool LanePool(const pb::OpDesc& op, const ir::Block& block) {
+    if (StringAttr(op, "data_format") == "NHWC" || BoolAttr(op, "adaptive")) return false;
+    const bool max = StringAttr(op, "pooling_type") != "avg";
+    if (BoolAttr(op, "global_pooling")) return !max;
+    const std::string alg = StringAttr(op, "padding_algorithm");
+    auto ints = [&](std::string_view name) {
+      const auto* a = FindAttr(op, name);
+      return a == nullptr ? std::vector<int>() : std::vector<int>(a->ints().begin(), a->ints().end());
+    };
+    const std::vector<int> paddings = ints("paddings");
+    if (!max || ints("ksize") != std::vector<int>{2, 2} || ints("strides") != std::vector<int>{2, 2} ||
+        (alg != "" && alg != "EXPLICIT" && alg != "VALID") ||
+        std::any_of(paddings.begin(), paddings.end(), [](int p) { return p != 0; }))
+      return false;
+    const std::string* x = Single(op, true, "X");
+    const pb::VarDesc* v = x != nullptr ? block.FindVar(*x) : nullptr;
+    auto dims = v != nullptr && ir::IsTensorVar(*v) ? ir::VarDims(*v) : StatusOr<Dims>(Dims{});
+    return dims.ok() && dims->rank() == 4 && (*dims)[2] > 0 && (*dims)[3] > 0 && (*dims)[2] % 2 == 0 &&
+           (*dims)[3] % 2 == 0;
   }
 
   static bool IsConv(const pb::OpDesc& op) {
@@ -229,6 +260,10 @@ class LayoutPass final : public Pass {
             if (!sides[i]->Of(s.parameter()).empty() && blocked(&a)) renamed.insert(a);
       if (op.type() == "batch_norm" || op.type() == "batch_norm_grad") {
         if (blocked(Single(op, true, "X"))) SetBool(op, "blocked");
+      } else if (op.type() == "pool2d" || op.type() == "pool2d_grad") {
+        const bool grad = op.type() == "pool2d_grad";
+        if (blocked(Single(op, true, "X"))) SetBool(op, "blocked_input");
+        if (blocked(Single(op, grad, grad ? "Out@GRAD" : "Out"))) SetBool(op, "blocked_output");
       } else if (IsConv(op)) {
         if (blocked(Single(op, true, "Input"))) SetBool(op, "blocked_input");
         if (blocked(Single(op, op.type() == "conv2d_grad", op.type() == "conv2d_grad" ? "Output@GRAD" : "Output")))

@@ -24,6 +24,7 @@
 #endif
 
 #include "common/cpu_kernels.h"
+#include "nn/conv_onednn.h"
 #include "nn/nn.h"
 #include "nn/pool_slots.h"
 #include "nn/window.h"
@@ -292,6 +293,210 @@ bool MaxPool2x2Backward(const PoolGeometry& g, const PoolAttrs& a, const T* x, c
   return true;
 }
 
+// ---- Blocked layouts ---------------------------------------------------------------------------
+
+/// The channels a ChannelLanes step covers: the smallest block of oneDNN's layouts (nChw8c), so the
+/// same loops serve nChw16c, whose blocks are two such steps.
+constexpr int64_t kPoolLanes = 8;
+
+/// An NCHW-shaped float32 tensor read kPoolLanes channels at a time, in either layout: channels c0 to
+/// c0 + 7 (c0 a multiple of 8) of one pixel lie Lane() floats apart (1 when blocked, H * W when
+/// plain), and pixel (y, x) of those channels starts (y * W + x) * Pixel() floats after Base.
+template <bool kBlocked>
+struct ChannelLanes {
+  int64_t c, h, w;
+  int block;  // channels per block when kBlocked
+  int64_t Base(int64_t n, int64_t c0) const {
+    if constexpr (kBlocked) return (n * (c / block) + c0 / block) * h * w * block + c0 % block;
+    return (n * c + c0) * h * w;
+  }
+  int64_t Pixel() const { return kBlocked ? block : 1; }
+  int64_t Lane() const { return kBlocked ? 1 : h * w; }
+};
+
+/// Calls fn(n, c0, row) for every image, group of kPoolLanes channels and row of `rows`, split
+/// across the CPU pool.
+template <class F>
+void ForEachLaneRow(const PoolGeometry& g, int64_t rows, int64_t row_floats, F&& fn) {
+  const int64_t groups = g.c / kPoolLanes;
+  ParallelFor(g.n * groups * rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(row_floats, 1)),
+              [&](int64_t b, int64_t e) {
+                for (int64_t r = b; r < e; ++r) fn(r / rows / groups, r / rows % groups * kPoolLanes, r % rows);
+              });
+}
+
+#if defined(__AVX2__)
+/// kPoolLanes channels' values, kContiguous or `step` floats apart, as one vector (and back).
+template <bool kContiguous>
+__m256 LoadLanes(const float* p, int64_t step) {
+  if constexpr (kContiguous) return _mm256_loadu_ps(p);
+  return _mm256_setr_ps(p[0], p[step], p[2 * step], p[3 * step], p[4 * step], p[5 * step], p[6 * step], p[7 * step]);
+}
+template <bool kContiguous>
+void StoreLanes(float* p, int64_t step, __m256 v) {
+  if constexpr (kContiguous) {
+    _mm256_storeu_ps(p, v);
+  } else {
+    alignas(32) float t[kPoolLanes];
+    _mm256_store_ps(t, v);
+    for (int64_t l = 0; l < kPoolLanes; ++l) p[l * step] = t[l];
+  }
+}
+#endif
+
+/// MaxPool2x2 with X and Out each in either layout: lane l of a step is channel c0 + l, so the
+/// channel-blocked layout is read and written in whole vectors with no shuffles. std::max in
+/// MaxPool2x2's order (rows first, then columns), so NaNs propagate as there; _mm256_max_ps(b, a)
+/// is std::max(a, b), NaNs and signed zeros included.
+template <bool kXBlocked, bool kYBlocked>
+void MaxPool2x2Lanes(const PoolGeometry& g, int block, const float* x, float* y) {
+  const ChannelLanes<kXBlocked> xv{g.c, g.w.in[0], g.w.in[1], block};
+  const ChannelLanes<kYBlocked> yv{g.c, g.w.out[0], g.w.out[1], block};
+  const int64_t xl = xv.Lane(), xp = xv.Pixel(), xr = g.w.in[1] * xp, yl = yv.Lane(), yp = yv.Pixel();
+  const int64_t ow_n = g.w.out[1];
+  ForEachLaneRow(g, g.w.out[0], 4 * kPoolLanes * ow_n, [&](int64_t n, int64_t c0, int64_t oh) {
+    const float* r0 = x + xv.Base(n, c0) + 2 * oh * xr;
+    const float* r1 = r0 + xr;
+    float* q = y + yv.Base(n, c0) + oh * ow_n * yp;
+    for (int64_t ow = 0; ow < ow_n; ++ow, r0 += 2 * xp, r1 += 2 * xp, q += yp) {
+#if defined(__AVX2__)
+      const __m256 left = _mm256_max_ps(LoadLanes<kXBlocked>(r1, xl), LoadLanes<kXBlocked>(r0, xl));
+      const __m256 right = _mm256_max_ps(LoadLanes<kXBlocked>(r1 + xp, xl), LoadLanes<kXBlocked>(r0 + xp, xl));
+      StoreLanes<kYBlocked>(q, yl, _mm256_max_ps(right, left));
+#else
+      for (int64_t l = 0; l < kPoolLanes; ++l)
+        q[l * yl] = std::max(std::max(r0[l * xl], r1[l * xl]), std::max(r0[xp + l * xl], r1[xp + l * xl]));
+#endif
+    }
+  });
+}
+
+/// MaxPool2x2Backward with X (and X@GRAD) and Out (and Out@GRAD) each in either layout: the same
+/// first-maximum rule, as lane masks.
+template <bool kXBlocked, bool kYBlocked>
+void MaxPool2x2BackwardLanes(const PoolGeometry& g, int block, const float* x, const float* y, const float* dy,
+                             float* dx) {
+  const ChannelLanes<kXBlocked> xv{g.c, g.w.in[0], g.w.in[1], block};
+  const ChannelLanes<kYBlocked> yv{g.c, g.w.out[0], g.w.out[1], block};
+  const int64_t xl = xv.Lane(), xp = xv.Pixel(), xr = g.w.in[1] * xp, yl = yv.Lane(), yp = yv.Pixel();
+  const int64_t ow_n = g.w.out[1];
+  ForEachLaneRow(g, g.w.out[0], 4 * kPoolLanes * ow_n, [&](int64_t n, int64_t c0, int64_t oh) {
+    const int64_t xo = xv.Base(n, c0) + 2 * oh * xr, yo = yv.Base(n, c0) + oh * ow_n * yp;
+    const float *x0 = x + xo, *x1 = x0 + xr, *m = y + yo, *d = dy + yo;
+    float *d0 = dx + xo, *d1 = d0 + xr;
+    for (int64_t ow = 0; ow < ow_n; ++ow, x0 += 2 * xp, x1 += 2 * xp, d0 += 2 * xp, d1 += 2 * xp, m += yp, d += yp) {
+#if defined(__AVX2__)
+      const __m256 mv = LoadLanes<kYBlocked>(m, yl), dv = LoadLanes<kYBlocked>(d, yl);
+      const __m256 e00 = _mm256_cmp_ps(LoadLanes<kXBlocked>(x0, xl), mv, _CMP_EQ_OQ);
+      const __m256 e01 = _mm256_cmp_ps(LoadLanes<kXBlocked>(x0 + xp, xl), mv, _CMP_EQ_OQ);
+      const __m256 e10 = _mm256_cmp_ps(LoadLanes<kXBlocked>(x1, xl), mv, _CMP_EQ_OQ);
+      const __m256 top = _mm256_or_ps(e00, e01);
+      StoreLanes<kXBlocked>(d0, xl, _mm256_and_ps(e00, dv));
+      StoreLanes<kXBlocked>(d0 + xp, xl, _mm256_and_ps(_mm256_andnot_ps(e00, e01), dv));
+      StoreLanes<kXBlocked>(d1, xl, _mm256_and_ps(_mm256_andnot_ps(top, e10), dv));
+      StoreLanes<kXBlocked>(d1 + xp, xl, _mm256_andnot_ps(_mm256_or_ps(top, e10), dv));
+#else
+      for (int64_t l = 0; l < kPoolLanes; ++l) {
+        const float mv = m[l * yl], dv = d[l * yl];
+        const bool e00 = x0[l * xl] == mv, e01 = x0[xp + l * xl] == mv, e10 = x1[l * xl] == mv;
+        d0[l * xl] = e00 ? dv : 0.0f;
+        d0[xp + l * xl] = (e01 && !e00) ? dv : 0.0f;
+        d1[l * xl] = (e10 && !(e00 || e01)) ? dv : 0.0f;
+        d1[xp + l * xl] = !(e00 || e01 || e10) ? dv : 0.0f;
+      }
+#endif
+    }
+  });
+}
+
+/// Global average pooling with X (and X@GRAD) in either layout. Out is [N, C, 1, 1], the same bytes
+/// in both layouts. Each channel sums its pixels in row-major order, as PoolForwardLoops.
+template <bool kXBlocked>
+void GlobalAvgLanes(const PoolGeometry& g, int block, const float* x, float* y) {
+  const ChannelLanes<kXBlocked> xv{g.c, g.w.in[0], g.w.in[1], block};
+  const int64_t xl = xv.Lane(), xp = xv.Pixel(), hw = g.w.in[0] * g.w.in[1];
+  ForEachLaneRow(g, 1, kPoolLanes * hw, [&](int64_t n, int64_t c0, int64_t) {
+    const float* __restrict p = x + xv.Base(n, c0);
+    float sum[kPoolLanes] = {};
+    for (int64_t i = 0; i < hw; ++i, p += xp)
+      for (int64_t l = 0; l < kPoolLanes; ++l) sum[l] += p[l * xl];
+    for (int64_t l = 0; l < kPoolLanes; ++l) y[n * g.c + c0 + l] = sum[l] / static_cast<float>(hw);
+  });
+}
+
+/// The gradient of GlobalAvgLanes: every pixel of a channel gets its share of dy, in X's layout.
+template <bool kXBlocked>
+void GlobalAvgBackwardLanes(const PoolGeometry& g, int block, const float* dy, float* dx) {
+  const ChannelLanes<kXBlocked> xv{g.c, g.w.in[0], g.w.in[1], block};
+  const int64_t xl = xv.Lane(), xp = xv.Pixel(), hw = g.w.in[0] * g.w.in[1];
+  ForEachLaneRow(g, 1, kPoolLanes * hw, [&](int64_t n, int64_t c0, int64_t) {
+    float share[kPoolLanes];
+    for (int64_t l = 0; l < kPoolLanes; ++l) share[l] = dy[n * g.c + c0 + l] / static_cast<float>(hw);
+    float* __restrict p = dx + xv.Base(n, c0);
+    for (int64_t i = 0; i < hw; ++i, p += xp)
+      for (int64_t l = 0; l < kPoolLanes; ++l) p[l * xl] = share[l];
+  });
+}
+
+/// The poolings the blocked layout supports (the layout pass blocks no other): 2x2 max windows of
+/// stride 2 tiling the input exactly, and global averages.
+enum class LanePool { kNone, kMax2x2, kGlobalAvg };
+
+LanePool LanePoolOf(const PoolGeometry& g, const PoolAttrs& a) {
+  const Window2d& w = g.w;
+  if (!a.max && a.global && !a.adaptive) return LanePool::kGlobalAvg;
+  if (a.max && !a.adaptive && w.kernel[0] == 2 && w.kernel[1] == 2 && w.stride[0] == 2 && w.stride[1] == 2 &&
+      w.dilation[0] == 1 && w.dilation[1] == 1 && !w.pad[0] && !w.pad[1] && !w.pad[2] && !w.pad[3] &&
+      w.out[0] * 2 == w.in[0] && w.out[1] * 2 == w.in[1])
+    return LanePool::kMax2x2;
+  return LanePool::kNone;
+}
+
+/// An error unless a pooling said to have blocked tensors can: float32, channels a whole number of
+/// blocks, and a LanePool.
+template <class T>
+Status CheckBlockedPool(const PoolGeometry& g, const PoolAttrs& a, int block) {
+  if (!std::is_same_v<T, float>)
+    return MakeError(ErrorCode::kUnimplemented,
+                     "blocked_input and blocked_output (oneDNN's blocked layout) need float32, not float64");
+  if (g.c % block != 0)
+    return MakeError(ErrorCode::kShape, "X has {} channels, not a multiple of the blocked layout's {}", g.c, block);
+  if (LanePoolOf(g, a) == LanePool::kNone)
+    return MakeError(ErrorCode::kUnimplemented,
+                     "blocked_input and blocked_output are implemented for 2x2 max pooling of stride 2 without "
+                     "padding over even input sizes, and for global average pooling; compile at -O1 or below to "
+                     "keep NCHW");
+  return Status::OK();
+}
+
+/// Calls fn.template operator()<kXBlocked, kYBlocked>() for the layouts in `a`.
+template <class F>
+void WithLayouts(const PoolAttrs& a, F&& fn) {
+  if (a.blocked_input)
+    a.blocked_output ? fn.template operator()<true, true>() : fn.template operator()<true, false>();
+  else
+    a.blocked_output ? fn.template operator()<false, true>() : fn.template operator()<false, false>();
+}
+
+void PoolLanes(const PoolGeometry& g, const PoolAttrs& a, int block, const float* x, float* y) {
+  WithLayouts(a, [&]<bool kX, bool kY>() {
+    if (LanePoolOf(g, a) == LanePool::kMax2x2)
+      MaxPool2x2Lanes<kX, kY>(g, block, x, y);
+    else
+      GlobalAvgLanes<kX>(g, block, x, y);
+  });
+}
+
+void PoolBackwardLanes(const PoolGeometry& g, const PoolAttrs& a, int block, const float* x, const float* y,
+                       const float* dy, float* dx) {
+  WithLayouts(a, [&]<bool kX, bool kY>() {
+    if (LanePoolOf(g, a) == LanePool::kMax2x2)
+      MaxPool2x2BackwardLanes<kX, kY>(g, block, x, y, dy, dx);
+    else
+      GlobalAvgBackwardLanes<kX>(g, block, dy, dx);
+  });
+}
+
 template <class T>
 void PoolBackwardLoops(const PoolGeometry& g, const PoolAttrs& a, const T* x, const T* y, const T* dy, T* dx) {
   const Window2d& w = g.w;
@@ -424,6 +629,12 @@ class PoolKernel final : public OpKernel {
     Tensor& out = ctx.Out(kOut);
     PoolGeometry g = RunGeometry(x.dims(), attrs_);
     if (out.numel() == 0) return Status::OK();
+    if (attrs_.blocked_input || attrs_.blocked_output) {
+      const int block = nn::ActivationBlockChannels();
+      PC_RETURN_IF_ERROR(CheckBlockedPool<T>(g, attrs_, block));
+      if constexpr (std::is_same_v<T, float>) PoolLanes(g, attrs_, block, x.data<float>(), out.data<float>());
+      return Status::OK();
+    }
     if (MaxPool2x2(g, attrs_, x.data<T>(), out.data<T>())) return Status::OK();
     if constexpr (std::is_same_v<T, float>) {
       bool done = false;
@@ -446,6 +657,14 @@ Status PoolGradCpu(KernelContext& ctx, const PoolAttrs& attrs) {
   if (dx == nullptr || dx->numel() == 0) return Status::OK();
   const Tensor& x = ctx.In(kX);
   PoolGeometry g = RunGeometry(x.dims(), attrs);
+  if (attrs.blocked_input || attrs.blocked_output) {
+    const int block = nn::ActivationBlockChannels();
+    PC_RETURN_IF_ERROR(CheckBlockedPool<T>(g, attrs, block));
+    if constexpr (std::is_same_v<T, float>)
+      PoolBackwardLanes(g, attrs, block, x.data<float>(), ctx.In(kOutIn).data<float>(), ctx.In(kDOut).data<float>(),
+                        dx->data<float>());
+    return Status::OK();
+  }
   if (MaxPool2x2Backward(g, attrs, x.data<T>(), ctx.In(kOutIn).data<T>(), ctx.In(kDOut).data<T>(), dx->data<T>()))
     return Status::OK();
   PoolBackwardLoops(g, attrs, x.data<T>(), ctx.In(kOutIn).data<T>(), ctx.In(kDOut).data<T>(), dx->data<T>());
@@ -485,6 +704,12 @@ void RegisterPoolOps(OpRegistry& r) {
       .AllowedValues({"EXPLICIT", "SAME", "VALID"})
       .Attr("is_test", false, "PaddlePaddle hint: inference only; ignored.")
       .ExtraAttr()
+      .Attr("blocked_input", false,
+            "paddlec: X (and in the gradient op X@GRAD) is in oneDNN's channel-blocked layout (nChw16c, or nChw8c "
+            "without AVX-512), set by the layout pass for 2x2 max pooling of stride 2 and global average pooling; "
+            "the float32 CPU kernels honour it, the GPU kernels keep NCHW throughout.")
+      .Attr("blocked_output", false,
+            "paddlec: Out (and in the gradient op Out@GRAD) is in oneDNN's channel-blocked layout, as blocked_input.")
       .InferShape(InferPool)
       .Grad()
       .Kernel(DeviceType::kCPU, DType::kFloat32, MakeKernelClass<PoolKernel<float>>())

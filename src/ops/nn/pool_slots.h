@@ -23,6 +23,9 @@ struct PoolAttrs {
   nn::WindowAttrs window;
   bool global = false, ceil_mode = false, exclusive = true, adaptive = false;
   std::string data_format;
+  // X (with X@GRAD) and Out (with Out@GRAD) in oneDNN's channel-blocked layout (the layout pass;
+  // CPU float32 only: the GPU kernels keep NCHW throughout).
+  bool blocked_input = false, blocked_output = false;
 
   static PoolAttrs Decode(const AttrReader& a) {
     PoolAttrs p;
@@ -36,6 +39,8 @@ struct PoolAttrs {
     p.exclusive = a.Get<bool>("exclusive");
     p.adaptive = a.Get<bool>("adaptive");
     p.data_format = a.Get<std::string>("data_format");
+    p.blocked_input = a.Get<bool>("blocked_input");
+    p.blocked_output = a.Get<bool>("blocked_output");
     return p;
   }
 };

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "nn/conv_onednn.h"
+#include "paddlec/ops/attrs.h"
 #include "testing/op_tester.h"
+#include "testing/program_runner.h"
 
 namespace paddlec::testing {
 namespace {
@@ -284,6 +287,86 @@ TEST_CASE("pool2d_grad's 2x2 max windows with ties, on rows of every width the l
     REQUIRE_OK(t.Run());
     t.ExpectOutput("X@GRAD", MakeTensor<float>({n, c, h, w}, want), {0, 0});
   }
+}
+
+/// An NCHW float32 tensor in oneDNN's channel-blocked layout (`block` channels innermost), or back.
+Tensor Blocked(const Tensor& t, int64_t block, bool to_blocked) {
+  const Dims d = t.dims();
+  const int64_t n = d[0], c = d[1], hw = d[2] * d[3];
+  const std::vector<float> v = ToVector<float>(t);
+  std::vector<float> out(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t plain = (i * c + ch) * hw + p,
+                      blocked = ((i * (c / block) + ch / block) * hw + p) * block + ch % block;
+        out[to_blocked ? blocked : plain] = v[to_blocked ? plain : blocked];
+      }
+  return MakeTensor<float>(d, out);
+}
+
+// The layout pass keeps a pooling's X or Out in the channel-blocked layout between convolutions
+// (passes/layout.cc): each of the four layout pairs must give the NCHW kernels' values, forward and
+// backward. Ties (values from {0, 1, 2}) exercise the max gradient's first-maximum rule.
+TEST_CASE("pool2d and pool2d_grad on channel-blocked tensors give the NCHW kernels' values") {
+  const int64_t block = ops::nn::ActivationBlockChannels();
+  struct Case {
+    Dims x;
+    bool max;
+  };
+  for (const Case& c : {Case{{2, 32, 6, 10}, true}, Case{{3, 16, 5, 7}, false}}) {
+    const Dims out_dims = c.max ? Dims{c.x[0], c.x[1], c.x[2] / 2, c.x[3] / 2} : Dims{c.x[0], c.x[1], 1, 1};
+    std::vector<float> xv(c.x.Numel());
+    for (size_t i = 0; i < xv.size(); ++i)
+      xv[i] = static_cast<float>((i * 7919 + i / 5) % 3) + (c.max ? 0.0f : 0.25f * static_cast<float>(i % 7));
+    const Tensor x = MakeTensor<float>(c.x, xv), dy = RandomTensor(DType::kFloat32, out_dims, 61);
+    std::vector<ops::pb::OpDesc::Attr> attrs = {ops::MakeAttr<std::string>("pooling_type", c.max ? "max" : "avg"),
+                                                ops::MakeAttr("ksize", std::vector<int>{2, 2}),
+                                                ops::MakeAttr("strides", std::vector<int>{2, 2})};
+    if (!c.max) attrs.push_back(ops::MakeAttr("global_pooling", true));
+    const Tensor y = RunOpNamedBySlot("pool2d", {{"X", x}}, attrs, {"Out"}).at("Out");
+    const Tensor dx =
+        RunOpNamedBySlot("pool2d_grad", {{"X", x}, {"Out", y}, {"Out@GRAD", dy}}, attrs, {"X@GRAD"}).at("X@GRAD");
+    for (bool bi : {false, true})
+      for (bool bo : {false, true}) {
+        if (!bi && !bo) continue;
+        CAPTURE(c.max);
+        CAPTURE(bi);
+        CAPTURE(bo);
+        auto a = attrs;
+        a.push_back(ops::MakeAttr("blocked_input", bi));
+        a.push_back(ops::MakeAttr("blocked_output", bo));
+        const Tensor xb = bi ? Blocked(x, block, true) : x;
+        Tensor yb = RunOpNamedBySlot("pool2d", {{"X", xb}}, a, {"Out"}, {.threads = 2}).at("Out");
+        // A global average sums in another order than the NCHW forward (oneDNN's pooling).
+        ExpectClose(bo ? Blocked(yb, block, false) : yb, y, c.max ? Tolerance{0, 0} : Tolerance{1e-6, 1e-6}, "pool2d");
+        const Tensor yin = bo ? Blocked(y, block, true) : y, dyin = bo ? Blocked(dy, block, true) : dy;
+        Tensor dxb = RunOpNamedBySlot("pool2d_grad", {{"X", xb}, {"Out", yin}, {"Out@GRAD", dyin}}, a, {"X@GRAD"},
+                                      {.threads = 2})
+                         .at("X@GRAD");
+        ExpectClose(bi ? Blocked(dxb, block, false) : dxb, dx, {0, 0}, "pool2d_grad");
+      }
+  }
+}
+
+TEST_CASE("pool2d refuses blocked tensors it has no kernel for") {
+  auto error = [](const Dims& x, DType dt, std::vector<int> ksize) {
+    ops::pb::OpDesc op;
+    op.set_type("pool2d");
+    ops::AddInput(op, "X", {"X"});
+    ops::AddOutput(op, "Out", {"Out"});
+    *op.add_attrs() = ops::MakeAttr("ksize", ksize);
+    *op.add_attrs() = ops::MakeAttr("strides", std::vector<int>{2, 2});
+    *op.add_attrs() = ops::MakeAttr("blocked_input", true);
+    auto m = CompileOp(op, {{"X", RandomTensor(dt, x, 3)}});
+    REQUIRE(m.ok());
+    auto r = RunModule(**m, {{"X", RandomTensor(dt, x, 3)}}, {"Out"});
+    return r.ok() ? std::string() : r.error().message();
+  };
+  CHECK(error({1, 16, 6, 6}, DType::kFloat32, {3, 3}).find("implemented for 2x2 max pooling of stride 2") !=
+        std::string::npos);
+  CHECK(error({1, 16, 6, 6}, DType::kFloat64, {2, 2}).find("need float32, not float64") != std::string::npos);
+  CHECK(error({1, 12, 6, 6}, DType::kFloat32, {2, 2}).find("12 channels, not a multiple") != std::string::npos);
 }
 
 // float64 central differences, step 1e-6. Max pooling is piecewise linear and the random inputs
