@@ -134,13 +134,20 @@ int64_t PackedSize(const GemmShape& s) { return s.k * Panels(s.n) * kTileCols; }
 /// Floats of PackTransposedA's copy of a transposed A: whole 6-row tiles.
 int64_t PackedASize(const GemmShape& s) { return (s.m + kTileRows - 1) / kTileRows * kTileRows * s.k; }
 
-/// Whether TiledGemm takes `s`'s A: always untransposed; transposed (a weight gradient, X^T dY), it
-/// is copied into row tiles at each call (PackTransposedA), up to kMaxPackedB floats. Against
-/// oneDNN 2.6's matmul, 2 threads, caches flushed between calls, 300 alternating calls in one
-/// process: 512x512x512 0.76 of its time, 784x64x512 0.92-0.97 (1.20 in a fifth run),
-/// 256x64x1024 0.94, 1024x512x1024 and 784x512x512 1.00-1.02 (medians). Read in place instead, its
-/// tiles made products wider than 256 columns 8-10 % slower than oneDNN's.
-bool TiledTranspositionFits(const GemmShape& s) { return !s.trans_a || PackedASize(s) <= kMaxPackedB; }
+/// Widest product whose transposed A (a weight gradient, X^T dY) TiledGemm takes, copying it into
+/// row tiles at each call (PackTransposedA). Wider ones measured about even with oneDNN 2.6's
+/// matmul on an idle machine (2 threads, caches flushed, 300 alternating calls: 784x512x512 and
+/// 1024x512x1024 1.00-1.02 of its time, 784x64x512 0.92-0.97 and 1.20 in a fifth run) and slower
+/// beside two busy processes (MLP training steps, alternating runs: batch 64 2.84 ms against 2.62
+/// in 12, batch 512 20.9 against 20.2 in 8). Up to this width the packed copy pays: 512x512x256
+/// took 0.78 of the in-place read's time, 3136x64x128 0.82.
+constexpr int64_t kTransposedAMaxCols = 256;
+
+/// Whether TiledGemm takes `s`'s A: always untransposed, transposed up to kTransposedAMaxCols
+/// columns and kMaxPackedB floats.
+bool TiledTranspositionFits(const GemmShape& s) {
+  return !s.trans_a || (s.n <= kTransposedAMaxCols && PackedASize(s) <= kMaxPackedB);
+}
 
 /// Whether TiledGemm computes `s` with B copied 128 rows at a time as panels need it: one 2-D
 /// product of 6 to kTiledMaxRows rows and at least 16 columns, B untransposed.
@@ -181,14 +188,15 @@ void PackRows(const GemmShape& s, const float* b, int64_t q0, int64_t q1, float*
 constexpr int64_t kPackRows = 64;
 
 /// B as TiledGemm's panels, on the calling thread, or as one thread of a team (`omp for`, no
-/// barrier: the caller waits).
+/// barrier: the caller waits). Chunks go to whichever thread is free, so a thread another process
+/// has descheduled holds the team at the barrier for one chunk at most.
 void PackB(const GemmShape& s, const float* b, float* packed, bool in_team) {
   if (!in_team) {
     PackRows(s, b, 0, s.k, packed);
     return;
   }
   const int64_t chunks = (s.k + kPackRows - 1) / kPackRows;
-#pragma omp for schedule(static) nowait
+#pragma omp for schedule(dynamic, 1) nowait
   for (int64_t c = 0; c < chunks; ++c) PackRows(s, b, c * kPackRows, std::min(s.k, (c + 1) * kPackRows), packed);
 }
 
@@ -222,7 +230,7 @@ void PackTransposedA(const GemmShape& s, const float* a, float* packed, bool in_
     return;
   }
   const int64_t chunks = (tiles + kPackTiles - 1) / kPackTiles;
-#pragma omp for schedule(static) nowait
+#pragma omp for schedule(dynamic, 1) nowait
   for (int64_t c = 0; c < chunks; ++c) pack(c * kPackTiles, std::min(tiles, (c + 1) * kPackTiles));
 }
 
