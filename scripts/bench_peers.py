@@ -7,7 +7,8 @@ tool once per round, and each figure is the median over the rounds of that tool'
   inference   paddlec (-O2) vs ONNX Runtime        MLP and LeNet at batch 1 and 64 (forward + loss)
   training    paddlec vs PyTorch eager vs Paddle static   MLP b64/b512, LeNet b64, ResNet-20 b64 (Adam step)
   memory      LeNet training at batch 256: peak RSS above the idle process, paddlec vs PyTorch
-  epochs      the 5-epoch Adam MLP run on Fashion-MNIST: paddlec's per-epoch times
+  epochs      the 5-epoch Adam MLP run on Fashion-MNIST, --rounds times: paddlec's per-epoch times and
+              each epoch's median rate
 With --busy N the inference and training cases run again beside N CPU-bound background processes
 and a third table prints each tool's slowdown (busy / quiet) and paddlec against Paddle under load.
 ratio = peer time / paddlec time: above 1 means paddlec is faster.
@@ -294,21 +295,28 @@ def busy_processes(n):
 
 
 def epochs(a):
-    out = run([os.path.join(a.build, "paddlec"), "train", os.path.join(ROOT, "configs", "mlp.pbtxt"),
-               "--dataset=fashion-mnist", "--epochs=5", "--batch-size=64", "--optimizer=adam", "--lr=0.001",
-               "--threads", str(a.threads), "-O2", "--no-progress"], dict(os.environ))
-    if out is None:
+    """The 5-epoch Adam MLP run, a.rounds times: a run lasts seconds, as long as the machine's slow
+    spells, so each epoch's figure is its median over the runs."""
+    runs = []
+    for _ in range(a.rounds):
+        out = run([os.path.join(a.build, "paddlec"), "train", os.path.join(ROOT, "configs", "mlp.pbtxt"),
+                   "--dataset=fashion-mnist", "--epochs=5", "--batch-size=64", "--optimizer=adam", "--lr=0.001",
+                   "--threads", str(a.threads), "-O2", "--no-progress"], dict(os.environ))
+        found = re.findall(r"epoch \d+/\d+: .*?, ([\d.]+) s, (\d+) samples/s", out or "")
+        if found:
+            runs.append([(float(t), float(r)) for t, r in found])
+    if not runs:
         return
-    epochs_found = re.findall(r"epoch \d+/\d+: .*?, ([\d.]+) s, (\d+) samples/s", out)
-    if not epochs_found:
-        return
-    times = [float(t) for t, _ in epochs_found]
-    rates = [float(r) for _, r in epochs_found]
+    print(f"== 5-epoch Adam MLP (paddlec train configs/mlp.pbtxt --dataset=fashion-mnist --epochs=5 -O2), "
+          f"{len(runs)} runs")
+    for i, r in enumerate(runs):
+        print(f"run {i + 1} epochs (s): " + "  ".join(f"{t:.1f}" for t, _ in r) + "   samples/s: " +
+              "  ".join(f"{x:.0f}" for _, x in r))
+    epochs_n = min(len(r) for r in runs)
+    rates = [statistics.median(r[e][1] for r in runs) for e in range(epochs_n)]
     # The rates carry more digits than the times (printed to 0.1 s): the ratio comes from them.
     worst = max(rates[0] / r for r in rates)
-    print("== 5-epoch Adam MLP (paddlec train configs/mlp.pbtxt --dataset=fashion-mnist --epochs=5 -O2)")
-    print("epochs (s): " + "  ".join(f"{t:.1f}" for t in times) + "   samples/s: " +
-          "  ".join(f"{r:.0f}" for r in rates) + f"   slowest / first {worst:.2f}x")
+    print("median samples/s: " + "  ".join(f"{r:.0f}" for r in rates) + f"   slowest / first {worst:.2f}x")
 
 
 def main():
