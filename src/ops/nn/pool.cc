@@ -171,15 +171,24 @@ void PoolForwardLoops(const PoolGeometry& g, const PoolAttrs& a, const T* x, T* 
   });
 }
 
+/// Whether `g` pools 2x2 max windows of stride 2 without padding (the pooling of most CNNs), their
+/// outputs covering the input exactly when `exact` (an odd last row or column is otherwise left out).
+bool MaxWindows2x2(const PoolGeometry& g, const PoolAttrs& a, bool exact) {
+  const Window2d& w = g.w;
+  if (!a.max || a.adaptive || w.kernel[0] != 2 || w.kernel[1] != 2 || w.stride[0] != 2 || w.stride[1] != 2 ||
+      w.dilation[0] != 1 || w.dilation[1] != 1 || w.pad[0] || w.pad[1] || w.pad[2] || w.pad[3])
+    return false;
+  for (int ax = 0; ax < 2; ++ax)
+    if (exact ? w.out[ax] * 2 != w.in[ax] : w.out[ax] * 2 > w.in[ax]) return false;
+  return true;
+}
+
 /// The 2x2, stride-2, unpadded max pool of most CNNs, as straight vectorizable row loops: oneDNN's
 /// plain-NCHW pooling runs several times slower than memory speed on these shapes.
 template <class T>
 bool MaxPool2x2(const PoolGeometry& g, const PoolAttrs& a, const T* x, T* y) {
   const Window2d& w = g.w;
-  if (!a.max || a.adaptive || w.kernel[0] != 2 || w.kernel[1] != 2 || w.stride[0] != 2 || w.stride[1] != 2 ||
-      w.dilation[0] != 1 || w.dilation[1] != 1 || w.pad[0] || w.pad[1] || w.pad[2] || w.pad[3] ||
-      w.out[0] * 2 > w.in[0] || w.out[1] * 2 > w.in[1])
-    return false;
+  if (!MaxWindows2x2(g, a, false)) return false;
   const int64_t in_w = w.in[1], hw = w.in[0] * w.in[1], oh_n = w.out[0], ow = w.out[1], ohw = oh_n * ow;
   // Rows of a LeNet-sized plane are too short for the vectorizer (14 outputs), so each plane is done
   // in two long loops: the max of each row pair into scratch, then the max of each column pair.
@@ -254,10 +263,7 @@ void MaxPool2x2BackwardRow(const float* x0, const float* x1, const float* m, con
 template <class T>
 bool MaxPool2x2Backward(const PoolGeometry& g, const PoolAttrs& a, const T* x, const T* y, const T* dy, T* dx) {
   const Window2d& w = g.w;
-  if (!a.max || a.adaptive || w.kernel[0] != 2 || w.kernel[1] != 2 || w.stride[0] != 2 || w.stride[1] != 2 ||
-      w.dilation[0] != 1 || w.dilation[1] != 1 || w.pad[0] || w.pad[1] || w.pad[2] || w.pad[3] ||
-      w.out[0] * 2 != w.in[0] || w.out[1] * 2 != w.in[1])
-    return false;
+  if (!MaxWindows2x2(g, a, true)) return false;
   const int64_t in_w = w.in[1], hw = w.in[0] * w.in[1], oh_n = w.out[0], ow_n = w.out[1], ohw = oh_n * ow_n;
   ForEachPlane(g, [&](int64_t p) {
     const T* xp = x + p * hw;
@@ -443,12 +449,8 @@ void GlobalAvgBackwardLanes(const PoolGeometry& g, int block, const float* dy, f
 enum class LanePool { kNone, kMax2x2, kGlobalAvg };
 
 LanePool LanePoolOf(const PoolGeometry& g, const PoolAttrs& a) {
-  const Window2d& w = g.w;
   if (!a.max && a.global && !a.adaptive) return LanePool::kGlobalAvg;
-  if (a.max && !a.adaptive && w.kernel[0] == 2 && w.kernel[1] == 2 && w.stride[0] == 2 && w.stride[1] == 2 &&
-      w.dilation[0] == 1 && w.dilation[1] == 1 && !w.pad[0] && !w.pad[1] && !w.pad[2] && !w.pad[3] &&
-      w.out[0] * 2 == w.in[0] && w.out[1] * 2 == w.in[1])
-    return LanePool::kMax2x2;
+  if (MaxWindows2x2(g, a, true)) return LanePool::kMax2x2;
   return LanePool::kNone;
 }
 
