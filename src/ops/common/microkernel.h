@@ -20,6 +20,24 @@ struct TileEpilogue {
   bool relu = false;
 };
 
+/// One row of a register tile, kept when kActive (a row MicroTile has) and compiled away otherwise:
+/// its two accumulators loaded from C, or increased by A's value times B's 16 columns.
+template <bool kActive>
+inline void LoadTileRow(const float* c, __m256& lo, __m256& hi) {
+  if constexpr (kActive) {
+    lo = _mm256_loadu_ps(c);
+    hi = _mm256_loadu_ps(c + 8);
+  }
+}
+template <bool kActive>
+inline void FmaTileRow(const float* a, __m256 b0, __m256 b1, __m256& lo, __m256& hi) {
+  if constexpr (kActive) {
+    const __m256 v = _mm256_broadcast_ss(a);
+    lo = _mm256_fmadd_ps(v, b0, lo);
+    hi = _mm256_fmadd_ps(v, b1, hi);
+  }
+}
+
 /// C[R x 16] = A[R x depth] * B[depth x 16] (plus C's own values when `accumulate`), then the
 /// epilogue, for R = kRows: 6, or fewer for the last rows of a product whose rows are not a
 /// multiple of 6. A's rows are at stride lda (or, with kTransposedA, A is stored [depth x R] as
@@ -35,12 +53,12 @@ inline void MicroTile(int64_t depth, const float* a, int64_t lda, const float* b
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   if (accumulate) {
-    c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
-    if constexpr (kRows > 1) c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
-    if constexpr (kRows > 2) c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
-    if constexpr (kRows > 3) c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
-    if constexpr (kRows > 4) c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
-    if constexpr (kRows > 5) c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+    LoadTileRow<true>(c, c00, c01);
+    LoadTileRow<(kRows > 1)>(c + ldc, c10, c11);
+    LoadTileRow<(kRows > 2)>(c + 2 * ldc, c20, c21);
+    LoadTileRow<(kRows > 3)>(c + 3 * ldc, c30, c31);
+    LoadTileRow<(kRows > 4)>(c + 4 * ldc, c40, c41);
+    LoadTileRow<(kRows > 5)>(c + 5 * ldc, c50, c51);
   }
   // Element (r, k) of A is at a + r * row + k * col; rows past kRows point at row 0, never read.
   const int64_t row = kTransposedA ? 1 : lda, col = kTransposedA ? lda : 1;
@@ -53,34 +71,12 @@ inline void MicroTile(int64_t depth, const float* a, int64_t lda, const float* b
   for (int64_t k = 0; k < depth; ++k, b += ldb) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
     const int64_t q = k * col;
-    __m256 v = _mm256_broadcast_ss(a0 + q);
-    c00 = _mm256_fmadd_ps(v, b0, c00);
-    c01 = _mm256_fmadd_ps(v, b1, c01);
-    if constexpr (kRows > 1) {
-      v = _mm256_broadcast_ss(a1 + q);
-      c10 = _mm256_fmadd_ps(v, b0, c10);
-      c11 = _mm256_fmadd_ps(v, b1, c11);
-    }
-    if constexpr (kRows > 2) {
-      v = _mm256_broadcast_ss(a2 + q);
-      c20 = _mm256_fmadd_ps(v, b0, c20);
-      c21 = _mm256_fmadd_ps(v, b1, c21);
-    }
-    if constexpr (kRows > 3) {
-      v = _mm256_broadcast_ss(a3 + q);
-      c30 = _mm256_fmadd_ps(v, b0, c30);
-      c31 = _mm256_fmadd_ps(v, b1, c31);
-    }
-    if constexpr (kRows > 4) {
-      v = _mm256_broadcast_ss(a4 + q);
-      c40 = _mm256_fmadd_ps(v, b0, c40);
-      c41 = _mm256_fmadd_ps(v, b1, c41);
-    }
-    if constexpr (kRows > 5) {
-      v = _mm256_broadcast_ss(a5 + q);
-      c50 = _mm256_fmadd_ps(v, b0, c50);
-      c51 = _mm256_fmadd_ps(v, b1, c51);
-    }
+    FmaTileRow<true>(a0 + q, b0, b1, c00, c01);
+    FmaTileRow<(kRows > 1)>(a1 + q, b0, b1, c10, c11);
+    FmaTileRow<(kRows > 2)>(a2 + q, b0, b1, c20, c21);
+    FmaTileRow<(kRows > 3)>(a3 + q, b0, b1, c30, c31);
+    FmaTileRow<(kRows > 4)>(a4 + q, b0, b1, c40, c41);
+    FmaTileRow<(kRows > 5)>(a5 + q, b0, b1, c50, c51);
   }
   __m256 acc[kTileRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   const __m256 bias0 = e.bias ? _mm256_loadu_ps(e.bias) : _mm256_setzero_ps();
