@@ -77,6 +77,10 @@ if [ "$ctest_status" != 0 ]; then
   echo "test: the failed ctest tests, run once more:"
   ctest --test-dir "$BUILD_DIR" --output-on-failure --rerun-failed "$@" | tail -n 80 || true
 fi
+# The machine, for failures that only another one shows (kernels and oneDNN pick code by CPU).
+cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+avx512="$(grep -qw avx512f /proc/cpuinfo && echo with || echo without)"
+summary+=("machine: $cpu, $(nproc) CPUs, $avx512 AVX-512, $(df -h --output=avail . | tail -1 | tr -d ' ') free on disk")
 printf 'test: %s\n' "${summary[@]}"
 if [ "$status" != 0 ]; then echo "test: error: some tests failed (exit $status)" >&2; fi
 exit $status
