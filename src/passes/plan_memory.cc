@@ -6,7 +6,8 @@
 // writer to its last reader) ends before another's begins may be renamed to that other's name,
 // when both have the same dtype and declared dims, so the two share one buffer (PaddlePaddle's
 // memory-optimize transpiler did the same by renaming). An element-wise op whose input dies at
-// that op and matches its output writes the output in place. Results are unchanged: a buffer is
+// that op and matches its output writes the output in place, and so does a gradient that hands
+// Out@GRAD on unchanged (elementwise_add_grad's X@GRAD). Results are unchanged: a buffer is
 // only reused once every reader of its previous value has run.
 // Never planned: feeds, fetch targets, what the caller keeps (PassContext::kept), the loss,
 // parameters' gradients, persistable variables, variables that outlive the step because nothing
@@ -42,6 +43,8 @@ constexpr InPlaceRule kInPlace[] = {
     {"tanh", "X", "Out"},
     {"scale", "X", "Out"},
     {"elementwise_add", "X", "Out"},
+    {"elementwise_add_grad", "Out@GRAD", "X@GRAD"},
+    {"elementwise_sub_grad", "Out@GRAD", "X@GRAD"},
     {"relu_grad", "Out@GRAD", "X@GRAD"},
     {"sigmoid_grad", "Out@GRAD", "X@GRAD"},
     {"tanh_grad", "Out@GRAD", "X@GRAD"},

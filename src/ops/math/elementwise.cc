@@ -72,6 +72,11 @@ struct MinOp {
   static auto DY(auto d, auto x, auto y, auto) { return x > y ? d : decltype(d)(0); }
 };
 
+/// Ops whose X@GRAD is dOut itself where X has the output's shape: plan-memory runs their gradient
+/// in place (src/passes/plan_memory.cc), and then that part has nothing to write.
+template <class Op>
+constexpr bool kDXIsDOut = std::is_same_v<Op, AddOp> || std::is_same_v<Op, SubOp>;
+
 // ---- Forward ---------------------------------------------------------------------------------
 
 /// One innermost run: X and Y either contiguous (true) or broadcast (false).
@@ -211,7 +216,9 @@ class ElementwiseGradKernel final : public OpKernel {
     }
     const T* xp = Op::kUsesX ? x.data<T>() : nullptr;
     const T* yp = Op::kUsesY ? y.data<T>() : nullptr;
-    if (dx != nullptr) Compute<true>(loop_dx_, dx_reduces_, dout.data<T>(), xp, yp, out, dx->data<T>(), dx->numel());
+    const bool dx_is_dout = kDXIsDOut<Op> && !dx_reduces_ && dx != nullptr && dx->data<T>() == dout.data<T>();
+    if (dx != nullptr && !dx_is_dout)
+      Compute<true>(loop_dx_, dx_reduces_, dout.data<T>(), xp, yp, out, dx->data<T>(), dx->numel());
     if (dy != nullptr) Compute<false>(loop_dy_, dy_reduces_, dout.data<T>(), xp, yp, out, dy->data<T>(), dy->numel());
     return Status::OK();
   }
