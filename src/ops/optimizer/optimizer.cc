@@ -244,6 +244,9 @@ Status Cpu(KernelContext& ctx, const Attrs& a) {
 namespace adam {
 using namespace optimizer::adam;  // NOLINT: its slots and attributes
 
+/// Elements of one block of the update: 8 KB of each float array it reads or writes.
+constexpr int64_t kAdamBlock = 2048;
+
 Status Infer(InferShapeContext& ctx) {
   InSlot source = kParam;
   PC_RETURN_IF_ERROR(InferParamUpdate(ctx, kSlots, &source));
@@ -296,13 +299,18 @@ Status Cpu(KernelContext& ctx, const Attrs& a) {
   const T* m2 = ctx.In(kMoment2).data<T>();
   T* m1_out = ctx.Out(kMoment1Out).data<T>();
   T* m2_out = ctx.Out(kMoment2Out).data<T>();
-  auto update = [&](int64_t b, int64_t n, const T* g) {
-    ConstEigenVec<T> gin(g, n);
-    MutEigenVec<T> m1o(m1_out + b, n), m2o(m2_out + b, n);
-    m1o = b1 * ConstEigenVec<T>(m1 + b, n) + (T(1) - b1) * gin;
-    m2o = b2 * ConstEigenVec<T>(m2 + b, n) + (T(1) - b2) * gin.square();
-    MutEigenVec<T>(p.out + b, n) = ConstEigenVec<T>(p.in + b, n) - lr_t * (m1o / (m2o.sqrt() + eps_t));
-    p.Mirror(b, n);
+  auto update = [&](int64_t b0, int64_t n0, const T* g0) {
+    // The three assignments are three passes, the last re-reading the moments the first two wrote:
+    // blocks of kAdamBlock keep those in L1 (a thread's whole share of fc1.w, 200k floats, left L2).
+    for (int64_t o = 0; o < n0; o += kAdamBlock) {
+      const int64_t b = b0 + o, n = std::min(kAdamBlock, n0 - o);
+      ConstEigenVec<T> gin(g0 + o, n);
+      MutEigenVec<T> m1o(m1_out + b, n), m2o(m2_out + b, n);
+      m1o = b1 * ConstEigenVec<T>(m1 + b, n) + (T(1) - b1) * gin;
+      m2o = b2 * ConstEigenVec<T>(m2 + b, n) + (T(1) - b2) * gin.square();
+      MutEigenVec<T>(p.out + b, n) = ConstEigenVec<T>(p.in + b, n) - lr_t * (m1o / (m2o.sqrt() + eps_t));
+      p.Mirror(b, n);
+    }
   };
   const Tensor& grad = ctx.In(kGrad);
   if (grad.is_selected_rows() && a.lazy_mode) {
