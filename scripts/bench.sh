@@ -9,9 +9,10 @@
 # first use; --no-paddle skips that.
 # --peers runs scripts/bench_peers.py instead: paddlec beside ONNX Runtime, PyTorch eager and
 # PaddlePaddle's static executor on the same networks, shapes and thread count (default 2), with
-# ratios, LeNet's peak training memory and the 5-epoch Adam MLP run; --busy N repeats the timed cases
-# beside N busy background processes and prints each tool's slowdown; every figure is the median of
-# R rounds (default 3) in which each tool runs once, so that the machine's noise bursts hit all tools.
+# ratios, LeNet's peak training memory and the 5-epoch Adam MLP run (7 runs, medians per epoch);
+# --busy N repeats the timed cases beside N busy background processes and prints each tool's
+# slowdown; every figure is the median of R rounds (default 3) in which each tool runs once, so that
+# the machine's noise bursts hit all tools.
 # The peers live in a benchmark-only virtualenv created here with pip ($PADDLEC_BENCH_VENV, default
 # ~/.cache/paddlec/bench-venv); nothing in the tests uses it.
 # --data-parallel trains configs/mlp.pbtxt on Fashion-MNIST (default 5 epochs) in 1 process and as
