@@ -41,11 +41,11 @@ inline void FmaTileRow(const float* a, __m256 b0, __m256 b1, __m256& lo, __m256&
 /// C[R x 16] = A[R x depth] * B[depth x 16] (plus C's own values when `accumulate`), then the
 /// epilogue, for R = kRows: 6, or fewer for the last rows of a product whose rows are not a
 /// multiple of 6. A's rows are at stride lda (or, with kTransposedA, A is stored [depth x R] as
-/// columns at stride lda: a gradient's X^T read in place), B's rows at stride ldb, C's at stride
-/// ldc. The accumulators are named: GCC stores an array of them to the stack on every iteration.
-/// Fewer rows are fewer independent FMA chains, so a 4-row tile takes about 4/6 of a full tile's
-/// time (FMA latency bound) rather than all of it, as a 6-row tile overlapping the rows before it
-/// did.
+/// columns at stride lda: a weight gradient's X^T, copied into row tiles by math/gemm.cc's
+/// PackTransposedA), B's rows at stride ldb, C's at stride ldc. The accumulators are named: GCC
+/// stores an array of them to the stack on every iteration. Fewer rows are fewer independent FMA
+/// chains, so a 4-row tile takes about 4/6 of a full tile's time (FMA latency bound) rather than
+/// all of it, as a 6-row tile overlapping the rows before it did.
 template <bool kTransposedA = false, int kRows = kTileRows>
 inline void MicroTile(int64_t depth, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                       TileEpilogue e = {}, bool accumulate = false) {

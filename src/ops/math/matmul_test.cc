@@ -264,8 +264,8 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
   // tiles, the last of 4 rows, and 37 columns three panels, the last overlapping the one before.
   // 130 x 1100 x 100 has rows in 3 blocks (1100 deep keeps 8 tiles of A in L2), two passes over
   // each panel (the second accumulates into C, edge tiles included) and its 7 panels in groups of
-  // 4 (one thread) or 2 (two threads), the last group short. X transposed runs there too (read in
-  // place, by columns); Y transposed runs on oneDNN.
+  // 4 (one thread) or 2 (two threads), the last group short. X transposed runs there too (copied
+  // into row tiles first); Y transposed runs on oneDNN.
   struct Shape {
     int64_t m, k, n;
   };
@@ -293,7 +293,8 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
 TEST_CASE("matmul_v2 on the tiled GEMM: a last row tile of each size from 1 to 5 rows") {
   // math/gemm.cc computes M's remainder rows in a tile of that many rows (common/microkernel.h's
   // kRows). Up to 128 rows B is copied a block at a time (a depth of 300 spans three blocks, so the
-  // remainder tile also accumulates); above, B is packed whole. X transposed is read by columns.
+  // remainder tile also accumulates); above, B is packed whole. X transposed is copied into row
+  // tiles, the last one short.
   for (int64_t base : {6, 132})
     for (int64_t rem = 1; rem <= 5; ++rem)
       for (bool tx : {false, true}) {
