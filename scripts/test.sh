@@ -4,7 +4,8 @@
 # target for a few seconds (scripts/fuzz.sh: each replays its regression inputs in testdata/fuzz/ and
 # seeds first; PADDLEC_FUZZ_SECONDS per target, default 10, 0 skips them and their build).
 # It ends with a line per stage; failed ctest tests run once more just before (a pass there marks a
-# flaky test, and the run still fails). Assumes scripts/setup.sh has built build/ and installed the package into .venv. Arguments go to ctest.
+# flaky test, and the run still fails). Assumes scripts/setup.sh has built build/ and installed the
+# package into .venv. Arguments go to ctest.
 #   scripts/test.sh --sanitize [ctest args]: instead, ctest and pytest on an ASan+UBSan build in
 #   build-asan/ (scripts/sanitize.sh; a full rebuild, so not part of the CI run).
 set -euo pipefail
@@ -44,7 +45,10 @@ PADDLE_VERSION=3.3.1
 if ! .venv/bin/python -c "import importlib.metadata as m; assert m.version('paddlepaddle') == '$PADDLE_VERSION'" \
     2>/dev/null; then
   echo "test: installing paddlepaddle==$PADDLE_VERSION into .venv (interop tests)"
-  .venv/bin/pip install -q --disable-pip-version-check "paddlepaddle==$PADDLE_VERSION" || status=$?
+  if ! .venv/bin/pip install -q --disable-pip-version-check "paddlepaddle==$PADDLE_VERSION"; then
+    status=1
+    summary+=("pip: FAILED to install paddlepaddle==$PADDLE_VERSION (the interop tests need it)")
+  fi
 fi
 pytest_status=0
 PADDLEC_REQUIRE_PADDLE=1 PADDLEC_BUILD_DIR="$(cd "$BUILD_DIR" && pwd)" .venv/bin/python -m pytest tools/python/tests -q \
@@ -64,7 +68,7 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
     else
       tail -n 60 "$fuzz_log"
       status=$fuzz_status
-      summary+=("fuzz: FAILED (exit $fuzz_status): the input is in build-fuzz/crashes/")
+      summary+=("fuzz: FAILED (exit $fuzz_status): the log above names the target and the saved input")
     fi
   else
     cat "$fuzz_log"
