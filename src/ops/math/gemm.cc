@@ -200,48 +200,63 @@ void PackB(const GemmShape& s, const float* b, float* packed, bool in_team) {
   for (int64_t c = 0; c < chunks; ++c) PackRows(s, b, c * kPackRows, std::min(s.k, (c + 1) * kPackRows), packed);
 }
 
+/// Row blocks per thread when each task copies its own block of a transposed A (TiledGemm): enough
+/// that a thread slowed by another process hands some of its share to the other. 512x512x256, 2
+/// threads, alternating runs on a quiet machine: 755 us with 4, 775 with 3, 790 with 6.
+constexpr int64_t kRowBlocksPerThread = 4;
+
 /// Row tiles per chunk of PackTransposedA handed to a thread.
 constexpr int64_t kPackTiles = 8;
 
-/// A stored transposed ([K, M]: a weight gradient's X^T) as TiledGemm's row tiles: tile t is K
-/// groups of 6 floats, its rows' values at one k (fewer in the last tile). Read in place, a tile's
-/// values for consecutive k lie M floats apart, and with M a multiple of 512 (a layer's width) all
-/// of them fall into the same two of L1's 64 sets, so they came from L2 at every k: one thread,
-/// 512x512x256 ran at 70 GF/s where the untransposed product runs at 96, and at 91 packed.
-void PackTransposedA(const GemmShape& s, const float* a, float* packed, bool in_team) {
-  const int64_t m = s.m, k = s.k, tiles = (m + kTileRows - 1) / kTileRows;
-  auto pack = [&](int64_t t0, int64_t t1) {
-    // Eight values of k at a time, so each tile gets 192 contiguous bytes per visit rather than 24.
-    for (int64_t q0 = 0; q0 < k; q0 += 8)
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t i0 = t * kTileRows, rows = std::min<int64_t>(kTileRows, m - i0);
-        for (int64_t q = q0; q < std::min(k, q0 + 8); ++q) {
-          const float* src = a + q * m + i0;
-          float* dst = packed + (t * k + q) * kTileRows;
-          if (rows == kTileRows)
-            std::memcpy(dst, src, kTileRows * sizeof(float));
-          else
-            std::copy_n(src, rows, dst);
-        }
+/// Row tiles [t0, t1) of a transposed A ([K, M]: a weight gradient's X^T) copied into TiledGemm's
+/// layout: tile t is K groups of 6 floats, its rows' values at one k (fewer in the last tile). Read in
+/// place, a tile's values for consecutive k lie M floats apart, and with M a multiple of 512 (a
+/// layer's width) all of them fall into the same two of L1's 64 sets, so they came from L2 at every
+/// k: one thread, 512x512x256 ran at 70 GF/s where the untransposed product runs at 96, and at 91
+/// packed.
+void PackTransposedTiles(const GemmShape& s, const float* a, int64_t t0, int64_t t1, float* packed) {
+  const int64_t m = s.m, k = s.k;
+  // Eight values of k at a time, so each tile gets 192 contiguous bytes per visit rather than 24.
+  for (int64_t q0 = 0; q0 < k; q0 += 8)
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i0 = t * kTileRows, rows = std::min<int64_t>(kTileRows, m - i0);
+      for (int64_t q = q0; q < std::min(k, q0 + 8); ++q) {
+        const float* src = a + q * m + i0;
+        float* dst = packed + (t * k + q) * kTileRows;
+        if (rows == kTileRows)
+          std::memcpy(dst, src, kTileRows * sizeof(float));
+        else
+          std::copy_n(src, rows, dst);
       }
-  };
+    }
+}
+
+/// All of a transposed A as row tiles (PackTransposedTiles), on the calling thread or as one thread
+/// of a team (`omp for`, no barrier: the caller waits), chunks going to whichever thread is free.
+void PackTransposedA(const GemmShape& s, const float* a, float* packed, bool in_team) {
+  const int64_t tiles = (s.m + kTileRows - 1) / kTileRows;
   if (!in_team) {
-    pack(0, tiles);
+    PackTransposedTiles(s, a, 0, tiles, packed);
     return;
   }
   const int64_t chunks = (tiles + kPackTiles - 1) / kPackTiles;
 #pragma omp for schedule(dynamic, 1) nowait
-  for (int64_t c = 0; c < chunks; ++c) pack(c * kPackTiles, std::min(tiles, (c + 1) * kPackTiles));
+  for (int64_t c = 0; c < chunks; ++c)
+    PackTransposedTiles(s, a, c * kPackTiles, std::min(tiles, (c + 1) * kPackTiles), packed);
 }
 
 /// C [M, N] = epilogue(A [M, K] * B [K, N]) in 6 x 16 register tiles (common/microkernel.h), A read
-/// in place or, transposed, packed into `packed_a` first (PackTransposedA), the last row tile
-/// holding M's remainder rows. B is either `b` itself, copied kKBlock x 16 at a time, or `packed`
-/// (PackB): given packed, or packed here first when `pack` is set (`packed` then is the room for
-/// it). A task is one 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows of C
-/// (all of them up to kTiledMaxRows, else as many 6-row tiles as keep that block of A in L2),
+/// in place or, transposed, copied into row tiles in `packed_a` (PackTransposedTiles), the last row
+/// tile holding M's remainder rows. B is either `b` itself, copied kKBlock x 16 at a time, or
+/// `packed` (PackB): given packed, or packed here first when `pack` is set (`packed` then is the
+/// room for it). A task is one 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows
+/// of C (all of them up to kTiledMaxRows, else as many 6-row tiles as keep that block of A in L2),
 /// computed a block of B's rows at a time; tasks go one at a time to whichever thread is free, so a
-/// thread descheduled by another process delays only its task. The last column panel overlaps the
+/// thread descheduled by another process delays only its task. A transposed A against packed B is
+/// the exception: a task is a block of rows against every panel, and copies that block of A itself,
+/// so the copy is still in L2 when its tiles run (against a pass over all of A before the product:
+/// 512x512x256, 2 threads, as fast on a quiet machine, 0.88-0.91 of the time in this VM's slow
+/// spells). Otherwise a transposed A is copied whole first. The last column panel overlaps the
 /// one before (N need not be a multiple of 16) and writes only its new part. MLP inference at batch
 /// 64 (784-512-256-10), 2 threads, 5 alternating runs, B copied at each call: median 0.632 ms
 /// against 0.650 on oneDNN 2.6's matmul, one thread about 1.0 against 1.2 ms.
@@ -250,18 +265,25 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   const int64_t m = s.m, k = s.k, n = s.n;
   const int64_t row_tiles = (m + kTileRows - 1) / kTileRows, panels = Panels(n);
   const int64_t k_block = packed ? kPackedKBlock : kKBlock;
-  const int64_t block_tiles =
-      m <= kTiledMaxRows ? row_tiles
-                         : std::clamp<int64_t>(kRowBlockFloats / (kTileRows * std::min(k, k_block)), 1, row_tiles);
+  // A transposed against packed B: each task copies its own block of A into row tiles and runs it
+  // against every panel.
+  const bool task_packs_a = s.trans_a && packed != nullptr;
+  const int64_t l2_tiles = std::clamp<int64_t>(kRowBlockFloats / (kTileRows * std::min(k, k_block)), 1, row_tiles);
+  const int64_t blocks_wanted = kRowBlocksPerThread * std::max(threads, 1);
+  const int64_t block_tiles = task_packs_a         ? std::min(l2_tiles, (row_tiles + blocks_wanted - 1) / blocks_wanted)
+                              : m <= kTiledMaxRows ? row_tiles
+                                                   : l2_tiles;
   const int64_t row_blocks = (row_tiles + block_tiles - 1) / block_tiles;
   // Panels per task, from packed B: a row tile is computed against each in turn, so its stores fill
   // up to 4 x 64 bytes of each row of C in a row (one panel's 64 bytes, a row of C apart from the
   // next, left the stores of shallow products waiting on memory), while tasks stay at least 4 per
   // thread.
-  const int64_t group =
-      packed ? std::clamp<int64_t>(row_blocks * panels / (4 * std::max(threads, 1)), 1, kMaxPanelGroup) : 1;
+  const int64_t group = task_packs_a ? panels
+                        : packed
+                            ? std::clamp<int64_t>(row_blocks * panels / (4 * std::max(threads, 1)), 1, kMaxPanelGroup)
+                            : 1;
   const int64_t groups = (panels + group - 1) / group, tasks = row_blocks * groups;
-  // A is read in place (rows K apart) or, transposed, from its packed copy (PackTransposedA).
+  // A is read in place (rows K apart) or, transposed, from its packed copy (PackTransposedTiles).
   auto tile = [&](int rows, int64_t depth, const float* at, const float* block, float* out, int64_t ldc,
                   TileEpilogue te, bool acc) {
     if (s.trans_a)
@@ -269,50 +291,64 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
     else
       MicroTileRows(rows, depth, at, k, block, kTileCols, out, ldc, te, acc);
   };
+  // Row tile t of C's panel p, over B's rows [k0, k0 + depth), from `block` (the panel's rows there).
+  auto panel_tile = [&](int64_t t, int64_t p, int64_t k0, int64_t depth, const float* block, float* edge) {
+    const bool acc = k0 > 0, final = k0 + depth == k;
+    // The last row tile holds M's remainder rows (MicroTile's kRows), not 6 rows overlapping the
+    // tile before.
+    const int64_t i0 = t * kTileRows;
+    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - i0));
+    const float* at = s.trans_a ? packed_a + (t * k + k0) * kTileRows : a + i0 * k + k0;
+    const int64_t j_new = p * kTileCols, j0 = PanelStart(p, n), cols_new = j0 + kTileCols - j_new;
+    const TileEpilogue te = final ? TileEpilogue{e.bias ? bias + j0 : nullptr, e.relu} : TileEpilogue{};
+    if (j0 == j_new) {
+      tile(rows, depth, at, block, c + i0 * n + j0, n, te, acc);
+      return;
+    }
+    // The last panel overlaps the one before: only its new columns are this task's; the others
+    // belong to a task that may be running, so they are neither read nor written.
+    const int64_t cols_skip = j_new - j0;
+    if (acc) {
+      std::fill_n(edge, kTileRows * kTileCols, 0.0f);
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(c + (i0 + r) * n + j_new, cols_new, edge + r * kTileCols + cols_skip);
+    }
+    tile(rows, depth, at, block, edge, kTileCols, te, acc);
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(edge + r * kTileCols + cols_skip, cols_new, c + (i0 + r) * n + j_new);
+  };
   auto task = [&](int64_t id) {
     const int64_t rb = id / groups, p_begin = id % groups * group, p_end = std::min(panels, p_begin + group);
     const int64_t t_begin = rb * block_tiles, t_end = std::min(row_tiles, t_begin + block_tiles);
     alignas(32) float edge[kTileRows * kTileCols];
+    if (task_packs_a) {
+      // The block of A just copied stays in L2 while every panel of B passes by once (a panel, 64 KB
+      // at most, stays in L2 for the block's tiles).
+      PackTransposedTiles(s, a, t_begin, t_end, packed_a);
+      for (int64_t k0 = 0; k0 < k; k0 += k_block) {
+        const int64_t depth = std::min(k_block, k - k0);
+        for (int64_t p = p_begin; p < p_end; ++p)
+          for (int64_t t = t_begin; t < t_end; ++t)
+            panel_tile(t, p, k0, depth, packed + (p * k + k0) * kTileCols, edge);
+      }
+      return;
+    }
     alignas(64) float copied[kKBlock * kTileCols];
     for (int64_t k0 = 0; k0 < k; k0 += k_block) {
       const int64_t depth = std::min(k_block, k - k0);
-      const bool acc = k0 > 0, final = k0 + depth == k;
       if (!packed) {  // one panel per task
         const int64_t j0 = PanelStart(p_begin, n);
         for (int64_t q = 0; q < depth; ++q) CopyPanelRow(b + (k0 + q) * n + j0, copied + q * kTileCols);
       }
-      for (int64_t t = t_begin; t < t_end; ++t) {
-        // The last row tile holds M's remainder rows (MicroTile's kRows), not 6 rows overlapping the
-        // tile before.
-        const int64_t i0 = t * kTileRows;
-        const int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - i0));
-        const float* at = s.trans_a ? packed_a + (t * k + k0) * kTileRows : a + i0 * k + k0;
-        for (int64_t p = p_begin; p < p_end; ++p) {
-          const int64_t j_new = p * kTileCols, j0 = PanelStart(p, n), cols_new = j0 + kTileCols - j_new;
-          const float* block = packed ? packed + (p * k + k0) * kTileCols : copied;
-          const TileEpilogue te = final ? TileEpilogue{e.bias ? bias + j0 : nullptr, e.relu} : TileEpilogue{};
-          if (j0 == j_new) {
-            tile(rows, depth, at, block, c + i0 * n + j0, n, te, acc);
-            continue;
-          }
-          // The last panel overlaps the one before: only its new columns are this task's; the
-          // others belong to a task that may be running, so they are neither read nor written.
-          const int64_t cols_skip = j_new - j0;
-          if (acc) {
-            std::fill_n(edge, kTileRows * kTileCols, 0.0f);
-            for (int64_t r = 0; r < rows; ++r)
-              std::copy_n(c + (i0 + r) * n + j_new, cols_new, edge + r * kTileCols + cols_skip);
-          }
-          tile(rows, depth, at, block, edge, kTileCols, te, acc);
-          for (int64_t r = 0; r < rows; ++r)
-            std::copy_n(edge + r * kTileCols + cols_skip, cols_new, c + (i0 + r) * n + j_new);
-        }
-      }
+      for (int64_t t = t_begin; t < t_end; ++t)
+        for (int64_t p = p_begin; p < p_end; ++p)
+          panel_tile(t, p, k0, depth, packed ? packed + (p * k + k0) * kTileCols : copied, edge);
     }
   };
+  const bool pack_a_first = s.trans_a && !task_packs_a;
   const int team = static_cast<int>(std::min<int64_t>(threads, tasks));
   if (team <= 1) {
-    if (s.trans_a) PackTransposedA(s, a, packed_a, false);
+    if (pack_a_first) PackTransposedA(s, a, packed_a, false);
     if (pack) PackB(s, b, packed, false);
     for (int64_t id = 0; id < tasks; ++id) task(id);
     return;
@@ -321,9 +357,9 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   {
     // Neither packing loop ends in a barrier of its own: one barrier, then every tile and panel is
     // whole.
-    if (s.trans_a) PackTransposedA(s, a, packed_a, true);
+    if (pack_a_first) PackTransposedA(s, a, packed_a, true);
     if (pack) PackB(s, b, packed, true);
-    if (s.trans_a || pack) {
+    if (pack_a_first || pack) {
 #pragma omp barrier
     }
 #pragma omp for schedule(dynamic, 1)

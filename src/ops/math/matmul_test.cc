@@ -264,8 +264,9 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
   // tiles, the last of 4 rows, and 37 columns three panels, the last overlapping the one before.
   // 130 x 1100 x 100 has rows in 3 blocks (1100 deep keeps 8 tiles of A in L2), two passes over
   // each panel (the second accumulates into C, edge tiles included) and its 7 panels in groups of
-  // 4 (one thread) or 2 (two threads), the last group short. X transposed runs there too (copied
-  // into row tiles first); Y transposed runs on oneDNN.
+  // 4 (one thread) or 2 (two threads), the last group short. X transposed runs there too, each
+  // task copying its block of rows into row tiles and running it against every panel (both passes
+  // over the depth, edge panel included); Y transposed runs on oneDNN.
   struct Shape {
     int64_t m, k, n;
   };
