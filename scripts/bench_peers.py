@@ -7,10 +7,12 @@ tool once per round, and each figure is the median over the rounds of that tool'
   inference   paddlec (-O2) vs ONNX Runtime        MLP and LeNet at batch 1 and 64 (forward + loss)
   training    paddlec vs PyTorch eager vs Paddle static   MLP b64/b512, LeNet b64, ResNet-20 b64 (Adam step)
   memory      LeNet training at batch 256: peak RSS above the idle process, paddlec vs PyTorch
-  epochs      the 5-epoch Adam MLP run on Fashion-MNIST, --rounds times: paddlec's per-epoch times and
-              each epoch's median rate
+  epochs      the 5-epoch Adam MLP run on Fashion-MNIST, --epoch-runs times: paddlec's per-epoch times
+              and each epoch's median rate
 With --busy N the inference and training cases run again beside N CPU-bound background processes
-and a third table prints each tool's slowdown (busy / quiet) and paddlec against Paddle under load.
+and a third table prints each tool's slowdown (busy / quiet), paddlec against Paddle under load, and
+how much of paddlec's busy runs two of the busy processes spent on one CPU (which decides how much
+of a 2-core machine is left: PlacementSampler).
 ratio = peer time / paddlec time: above 1 means paddlec is faster.
 
 Needs the benchmark-only virtualenv that scripts/bench.sh --peers creates (numpy, onnx, onnxruntime,
@@ -27,6 +29,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -228,13 +231,16 @@ class Runner:
         self.a = a
         self.env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), MKL_NUM_THREADS=str(a.threads))
         self.bench = os.path.join(a.build, "paddlec_bench")
+        self.busy = []  # the busy processes while they run
+        self.shared = {}  # (kind, net, batch) -> samples: did two busy processes sit on one CPU?
 
     def paddlec(self, kind, net, batch):
         config = "resnet" if net == "resnet" else os.path.join(ROOT, "configs", net + ".pbtxt")
         mode = {"infer": "inference", "train": "resnet" if net == "resnet" else "train", "memory": "memory"}[kind]
         cmd = [self.bench, mode] + ([] if net == "resnet" else [config])
-        out = run(cmd + ["--batch", str(batch), "--threads", str(self.a.threads), "--min-time", str(self.a.min_time),
-                         "--opt-level", "2"], self.env)
+        with PlacementSampler(self.busy, self.shared.setdefault((kind, net, batch), [])):
+            out = run(cmd + ["--batch", str(batch), "--threads", str(self.a.threads), "--min-time",
+                             str(self.a.min_time), "--opt-level", "2"], self.env)
         if out is None:
             return None
         if kind == "memory":
@@ -294,6 +300,42 @@ def busy_processes(n):
     return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
 
 
+def last_cpu(pid):
+    """The CPU a process last ran on (/proc/PID/stat's 39th field), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class PlacementSampler:
+    """While a case runs beside busy processes, samples every 0.1 s whether two of them sit on one CPU.
+    Where the scheduler puts them decides how much of the machine is left: on a 2-core machine,
+    paddlec's LeNet training step measured 26.6 ms with both on one CPU and 39-44 ms with one on each."""
+
+    def __init__(self, procs, samples):
+        self.procs, self.samples = procs, samples
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+
+    def sample(self):
+        while not self.stop.wait(0.1):
+            cpus = [last_cpu(p.pid) for p in self.procs]
+            if None not in cpus:
+                self.samples.append(len(set(cpus)) < len(cpus))
+
+    def __enter__(self):
+        if self.procs:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.procs:
+            self.thread.join()
+
+
 def epochs(a):
     """The 5-epoch Adam MLP run, a.epoch_runs times: a run lasts seconds, as long as the machine's slow
     spells, so each epoch's figure is its median over the runs."""
@@ -349,20 +391,25 @@ def main():
     if "epochs" not in a.skip:
         epochs(a)
     if a.busy > 0:
-        procs = busy_processes(a.busy)
+        procs = r.busy = busy_processes(a.busy)
         try:
             busy = r.cases()
         finally:
+            r.busy = []
             for p in procs:
                 p.kill()
                 p.wait()
         print_times(busy, f"beside {a.busy} busy processes")
-        print(f"== slowdown with {a.busy} busy processes (busy / quiet time; paddlec vs paddle is under load)")
-        for (table, name, q), (_, _, b) in zip(quiet, busy):
+        print(f"== slowdown with {a.busy} busy processes (busy / quiet time; paddlec vs paddle is under load; "
+              f"shared: how much of paddlec's busy runs two busy processes spent on one CPU)")
+        cases = [(k, n, b) for k, rows in (("infer", INFERENCE), ("train", TRAINING)) for n, b in rows]
+        for (table, name, q), (_, _, b), case in zip(quiet, busy, cases):
             cells = "  ".join(f"{tool} {fmt(b[tool] / q[tool] if b[tool] and q[tool] else None, '5.2f')}x"
                               for tool in q)
             extra = f"  busy: paddle / paddlec {ratio(b['paddle'], b['paddlec'])}" if table == "training" else ""
-            print(f"{table:<9} {name:<10} {cells}{extra}")
+            samples = r.shared.get(case, [])
+            shared = f"  shared {100 * sum(samples) / len(samples):3.0f}%" if samples else ""
+            print(f"{table:<9} {name:<10} {cells}{extra}{shared}")
 
 
 if __name__ == "__main__":
