@@ -11,8 +11,9 @@
 # PaddlePaddle's static executor on the same networks, shapes and thread count (default 2), with
 # ratios, LeNet's peak training memory and the 5-epoch Adam MLP run (7 runs, medians per epoch);
 # --busy N repeats the timed cases beside N busy background processes and prints each tool's
-# slowdown, with how long the busy processes shared a CPU during paddlec's runs; every figure is the median of R rounds (default 3) in which each tool runs once, so that
-# the machine's noise bursts hit all tools.
+# slowdown, with how long the busy processes shared a CPU during paddlec's runs; every figure is the
+# median of R rounds (default 3) in which each tool runs once, so that the machine's noise bursts
+# hit all tools.
 # The peers live in a benchmark-only virtualenv created here with pip ($PADDLEC_BENCH_VENV, default
 # ~/.cache/paddlec/bench-venv); nothing in the tests uses it.
 # --data-parallel trains configs/mlp.pbtxt on Fashion-MNIST (default 5 epochs) in 1 process and as

@@ -53,7 +53,12 @@ fi
 pytest_status=0
 PADDLEC_REQUIRE_PADDLE=1 PADDLEC_BUILD_DIR="$(cd "$BUILD_DIR" && pwd)" .venv/bin/python -m pytest tools/python/tests -q \
   || pytest_status=$?
-if [ "$pytest_status" = 0 ]; then summary+=("pytest: passed"); else status=$pytest_status; summary+=("pytest: FAILED (exit $pytest_status)"); fi
+if [ "$pytest_status" = 0 ]; then
+  summary+=("pytest: passed")
+else
+  status=$pytest_status
+  summary+=("pytest: FAILED (exit $pytest_status)")
+fi
 if [ "$FUZZ_SECONDS" != 0 ]; then
   build_status=0
   wait "$fuzz_build_pid" || build_status=$?
