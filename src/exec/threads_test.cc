@@ -6,7 +6,12 @@
 #include <omp.h>
 #include <xmmintrin.h>
 
+#include <array>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include "paddlec/exec/executor.h"
 #include "testing/op_tester.h"
@@ -15,8 +20,8 @@
 namespace paddlec::exec {
 namespace {
 
-// 2^20 elements: the scale kernel splits them across both threads, so the second half of the output
-// is computed by an OpenMP worker, not by the thread that called Run.
+// 2^20 elements: the scale kernel splits them into chunks for both threads. Which thread computes
+// which chunk varies; the RunTasks test below shows a worker's float mode directly.
 constexpr int64_t kN = int64_t{1} << 20;
 constexpr char kScale[] = R"pb(
   blocks {
@@ -98,16 +103,17 @@ TEST_CASE("An executor's thread count applies while its plans run, not to the ca
   runtime::OverrideMachineBusyForTesting(-1);
 }
 
-TEST_CASE("On a busy machine a run uses one thread except for large oneDNN primitives") {
+TEST_CASE("On a busy machine a run uses one thread, for large products too") {
   runtime::ScopedMaxThreads caller(1);
   for (int busy : {0, 1}) {
     CAPTURE(busy);
     runtime::OverrideMachineBusyForTesting(busy);
     runtime::KernelThreadState saved = runtime::EnterKernelThreads(2, true);
     CHECK(omp_get_max_threads() == (busy ? 1 : 2));
+    CHECK(runtime::LoopThreads() == (busy ? 1 : 2));
     CHECK(runtime::OneDnnThreads(1e6) == 1);  // small: always on the calling thread
     CHECK(runtime::OneDnnThreads(1e7) == (busy ? 1 : 2));
-    CHECK(runtime::OneDnnThreads(1e8) == 2);  // large: the executor's threads, busy or not
+    CHECK(runtime::OneDnnThreads(1e9) == (busy ? 1 : 2));
     runtime::LeaveKernelThreads(saved);
     CHECK(omp_get_max_threads() == 1);
   }
@@ -116,21 +122,78 @@ TEST_CASE("On a busy machine a run uses one thread except for large oneDNN primi
 
 TEST_CASE("Small work runs on the calling thread; large work is split by its cost") {
   runtime::ScopedMaxThreads two(2);
-  int calls = 0, in_parallel = 0;
+  int calls = 0;
+  const std::thread::id caller = std::this_thread::get_id();
   runtime::ParallelFor(1000, 1000, [&](int64_t b, int64_t e) {
     ++calls;
-    in_parallel += omp_in_parallel();
+    CHECK(std::this_thread::get_id() == caller);
     CHECK(b == 0);
     CHECK(e == 1000);
   });
   CHECK(calls == 1);
-  CHECK(in_parallel == 0);
-  std::vector<int> thread_of(4000, -1);
-  runtime::ParallelFor(4000, 1000, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) thread_of[i] = omp_get_thread_num();
+  // 2 threads, grain 1000: four chunks of 1000 (runtime::kChunksPerThread per thread), each once.
+  std::vector<std::atomic<int>> runs(4000);
+  std::atomic<int> chunks{0};
+  runtime::ParallelFor(4000, 1000, [&](int64_t b, int64_t e, int slot) {
+    CHECK(e - b == 1000);
+    CHECK((slot == 0 || slot == 1));
+    ++chunks;
+    for (int64_t i = b; i < e; ++i) ++runs[i];
   });
-  CHECK(thread_of.front() == 0);
-  CHECK(thread_of.back() == 1);
+  CHECK(chunks == 4);
+  for (auto& r : runs) REQUIRE(r == 1);
+}
+
+/// Runs two tasks on two threads, each waiting (10 s at most) until both have started, so that a
+/// worker must take one; returns per slot whether denormals were flushed there.
+std::array<int, 2> FlushPerSlot() {
+  std::array<int, 2> flushed{-1, -1};
+  std::atomic<int> started{0};
+  runtime::RunTasks(2, 2, [&](int64_t, int slot) {
+    ++started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    flushed[slot] = runtime::DenormalsFlushed();
+  });
+  return flushed;
+}
+
+TEST_CASE("RunTasks runs a job on the caller and a worker, in the caller's denormal mode") {
+  const unsigned int saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040);
+  CHECK(FlushPerSlot() == std::array<int, 2>{1, 1});
+  _mm_setcsr(saved & ~0x8040u);
+  CHECK(FlushPerSlot() == std::array<int, 2>{0, 0});
+  _mm_setcsr(saved);
+}
+
+TEST_CASE("RunTasks runs every task once, however many threads and tasks") {
+  for (int threads : {1, 2, 3, 8})
+    for (int64_t tasks : {0, 1, 2, 7, 1000}) {
+      CAPTURE(threads);
+      CAPTURE(tasks);
+      std::vector<std::atomic<int>> runs(tasks);
+      std::atomic<int> bad_slot{0};
+      runtime::RunTasks(tasks, threads, [&](int64_t i, int slot) {
+        bad_slot += slot < 0 || slot >= threads;
+        ++runs[i];
+      });
+      CHECK(bad_slot == 0);
+      for (auto& r : runs) REQUIRE(r == 1);
+    }
+}
+
+TEST_CASE("RunTasks inside a task runs on the calling thread") {
+  std::atomic<int> inner{0}, elsewhere{0};
+  runtime::RunTasks(4, 2, [&](int64_t, int) {
+    const std::thread::id self = std::this_thread::get_id();
+    runtime::RunTasks(3, 2, [&](int64_t, int slot) {
+      ++inner;
+      elsewhere += std::this_thread::get_id() != self || slot != 0;
+    });
+  });
+  CHECK(inner == 12);
+  CHECK(elsewhere == 0);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 // a scope keeps the contexts holding its tensors alive and reads or saves them through those. A plan
 // finds what it reads on its own device: arrays set from Python (on the host) are uploaded, tensors
 // of another device are moved, when it first runs.
+#include <omp.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>

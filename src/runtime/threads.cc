@@ -2,6 +2,8 @@
 #include "paddlec/runtime/threads.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 #include <xmmintrin.h>
 
@@ -11,16 +13,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace paddlec::runtime {
 namespace {
 
 constexpr uint32_t kFtzDaz = 0x8040;  // MXCSR flush-to-zero (bit 15) and denormals-are-zero (bit 6)
 constexpr double kSerialFlops = 2.0e6;
-constexpr double kBusySerialFlops = 3.0e7;
 
 /// The running executor's thread count on this thread (0 outside a run).
 thread_local int t_executor_threads = 0;
+/// Whether the calling thread is running a task of RunTasks (which then runs nested work inline).
+thread_local bool t_in_task = false;
 
 int64_t NowMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -51,17 +56,24 @@ double PauseNanos() {
   return std::max(best, 0.5);
 }
 
+/// How long an idle worker spins before it sleeps: PADDLEC_SPIN_US, else kDefaultSpinMicros.
+double SpinMicros() {
+  static const double micros = [] {
+    if (const char* s = std::getenv("PADDLEC_SPIN_US")) {
+      char* end = nullptr;
+      const double v = std::strtod(s, &end);
+      if (end != s && v >= 0) return v;
+    }
+    return static_cast<double>(kDefaultSpinMicros);
+  }();
+  return micros;
+}
+
 }  // namespace
 
 bool SetBoundedSpinEnv() {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return false;
-  double micros = kDefaultSpinMicros;
-  if (const char* s = std::getenv("PADDLEC_SPIN_US")) {
-    char* end = nullptr;
-    double v = std::strtod(s, &end);
-    if (end != s && v >= 0) micros = v;
-  }
-  const double count = std::clamp(micros * 1000.0 / PauseNanos(), 0.0, 1e6);
+  const double count = std::clamp(SpinMicros() * 1000.0 / PauseNanos(), 0.0, 1e6);
   char text[32];
   std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(count));
   return setenv("GOMP_SPINCOUNT", text, 0) == 0;
@@ -133,7 +145,7 @@ bool DenormalsFlushed() { return (_mm_getcsr() & kFtzDaz) == kFtzDaz; }
 int OneDnnThreads(double flops) {
   const int executor = t_executor_threads > 0 ? t_executor_threads : omp_get_max_threads();
   if (executor <= 1 || flops < kSerialFlops) return 1;
-  return flops < kBusySerialFlops && MachineBusy(executor) ? 1 : executor;
+  return MachineBusy(executor) ? 1 : executor;
 }
 
 ScopedMaxThreads::ScopedMaxThreads(int threads) : saved_(omp_get_max_threads()) {
@@ -142,6 +154,177 @@ ScopedMaxThreads::ScopedMaxThreads(int threads) : saved_(omp_get_max_threads()) 
 
 ScopedMaxThreads::~ScopedMaxThreads() {
   if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+}
+
+namespace {
+
+/// The workers of one calling thread's RunTasks. A job is published as an epoch in the high half of
+/// `claim_` and its next unclaimed task in the low half; a thread takes a task by compare-exchange,
+/// which fails once the epoch has moved on, so a worker that wakes after its job has ended claims
+/// nothing of it and runs nothing of the next one before that is whole. The caller changes the job's
+/// fields only once every claimed task is done, which is why a claimed task may read them.
+class TaskPool {
+ public:
+  TaskPool() : owner_pid_(::getpid()) {}
+  ~TaskPool() {
+    // After a fork the workers are not this process's threads: nothing to stop.
+    if (::getpid() != owner_pid_) return;
+    stop_.store(true);
+    Publish(0, 0, TaskFn{nullptr, nullptr});
+    for (pthread_t t : workers_) pthread_join(t, nullptr);
+  }
+
+  // noexcept: a task that throws ends the process, as in an OpenMP region, rather than leave workers
+  // running on a frame that is gone.
+  void Run(int64_t tasks, int threads, TaskFn fn) noexcept {
+    if (::getpid() != owner_pid_) {  // a forked child: its parent's workers are gone
+      workers_.clear();
+      owner_pid_ = ::getpid();
+    }
+    Grow(threads - 1);
+    done_.store(0, std::memory_order_relaxed);
+    Publish(tasks, threads, fn);
+    Work(0, epoch_);
+    // Every task is claimed: wait for those still running on workers, yielding after the first
+    // microseconds, since a worker running one may be waiting for this very CPU.
+    const int64_t start = NowMicros();
+    for (int i = 0; done_.load(std::memory_order_acquire) < tasks; ++i) {
+      if ((i & 15) == 15 && NowMicros() > start + kPureSpinMicros)
+        sched_yield();
+      else
+        _mm_pause();
+    }
+  }
+
+ private:
+  static constexpr int kEpochShift = 32;
+  static constexpr uint64_t kClosed = 0xffffffffu;  // the low half while a job is published
+  static constexpr int64_t kPureSpinMicros = 2;
+
+  void Publish(int64_t tasks, int threads, TaskFn fn) {
+    epoch_ = static_cast<uint32_t>(epoch_ + 1);
+    // Closed while the fields change: a thread that read them as they changed had read an older
+    // claim word first, and its compare-exchange fails against this one.
+    claim_.store((uint64_t{epoch_} << kEpochShift) | kClosed, std::memory_order_seq_cst);
+    tasks_.store(tasks, std::memory_order_release);
+    threads_.store(threads, std::memory_order_release);
+    fn_.store(fn.fn, std::memory_order_release);
+    ctx_.store(fn.ctx, std::memory_order_release);
+    mxcsr_.store(_mm_getcsr(), std::memory_order_release);
+    claim_.store(uint64_t{epoch_} << kEpochShift, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      wake_.fetch_add(1, std::memory_order_seq_cst);
+      wake_.notify_all();
+    }
+  }
+
+  /// Runs tasks of job `epoch` until none is left unclaimed.
+  void Work(int slot, uint32_t epoch) noexcept {
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    while (static_cast<uint32_t>(c >> kEpochShift) == epoch) {
+      const uint64_t next = c & 0xffffffffu;
+      if (next == kClosed) {  // still being published
+        _mm_pause();
+        c = claim_.load(std::memory_order_acquire);
+        continue;
+      }
+      // Read after `c`: this job's fields, or a newer job's, in which case the claim below fails.
+      if (static_cast<int64_t>(next) >= tasks_.load(std::memory_order_acquire) ||
+          slot >= threads_.load(std::memory_order_acquire))
+        return;
+      if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      if (const uint32_t m = mxcsr_.load(std::memory_order_relaxed); m != _mm_getcsr()) _mm_setcsr(m);
+      t_in_task = true;
+      fn_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), static_cast<int64_t>(next), slot);
+      t_in_task = false;
+      done_.fetch_add(1, std::memory_order_release);
+      c = claim_.load(std::memory_order_acquire);
+    }
+  }
+
+  void Grow(int wanted) {
+    while (static_cast<int>(workers_.size()) < wanted) {
+      auto* arg = new std::pair<TaskPool*, int>(this, static_cast<int>(workers_.size()) + 1);
+      pthread_t t;
+      if (pthread_create(&t, nullptr, &TaskPool::WorkerMain, arg) != 0) {
+        delete arg;  // no more workers: the caller runs what they would have
+        return;
+      }
+      workers_.push_back(t);
+    }
+  }
+
+  static void* WorkerMain(void* p) {
+    auto [pool, slot] = *static_cast<std::pair<TaskPool*, int>*>(p);
+    delete static_cast<std::pair<TaskPool*, int>*>(p);
+    pool->WorkerLoop(slot);
+    return nullptr;
+  }
+
+  void WorkerLoop(int slot) {
+    // A worker started while a job runs may join it.
+    uint32_t seen = static_cast<uint32_t>((claim_.load(std::memory_order_acquire) >> kEpochShift) - 1);
+    for (;;) {
+      const uint32_t epoch = WaitForJob(seen);
+      seen = epoch;
+      if (stop_.load(std::memory_order_acquire)) return;
+      Work(slot, epoch);
+    }
+  }
+
+  /// Spins for the bounded spin, then sleeps until a job newer than `seen` is published. Past its
+  /// first microseconds the spin yields between looks: an OpenMP worker of the oneDNN primitive
+  /// that often comes next may be waiting for this CPU (two pools spinning against each other ran
+  /// 3x slower: machine.md, pitfall C).
+  uint32_t WaitForJob(uint32_t seen) {
+    auto current = [&] { return static_cast<uint32_t>(claim_.load(std::memory_order_seq_cst) >> kEpochShift); };
+    const int64_t start = NowMicros(), deadline = start + static_cast<int64_t>(SpinMicros());
+    for (int i = 0;; ++i) {
+      if (uint32_t e = current(); e != seen) return e;
+      if ((i & 63) == 63) {
+        const int64_t now = NowMicros();
+        if (now > deadline) break;
+        if (now > start + kPureSpinMicros) sched_yield();
+      }
+      _mm_pause();
+    }
+    for (;;) {
+      const uint32_t w = wake_.load(std::memory_order_seq_cst);
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      uint32_t e = current();
+      if (e == seen) {
+        wake_.wait(w, std::memory_order_seq_cst);
+        e = current();
+      }
+      sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+      if (e != seen) return e;
+    }
+  }
+
+  pid_t owner_pid_;
+  std::vector<pthread_t> workers_;
+  uint32_t epoch_ = 0;  // the caller's copy of claim_'s epoch
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> tasks_{0}, done_{0};
+  std::atomic<int> threads_{0}, sleepers_{0};
+  std::atomic<void (*)(void*, int64_t, int)> fn_{nullptr};
+  std::atomic<void*> ctx_{nullptr};
+  std::atomic<uint32_t> mxcsr_{0}, wake_{0};
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace
+
+int LoopThreads() { return omp_get_max_threads(); }
+
+void RunTasks(int64_t tasks, int threads, TaskFn fn) {
+  threads = static_cast<int>(std::min<int64_t>(threads, tasks));
+  if (threads <= 1 || t_in_task || tasks >= (int64_t{1} << 31)) {
+    for (int64_t i = 0; i < tasks; ++i) fn.fn(fn.ctx, i, 0);
+    return;
+  }
+  thread_local TaskPool pool;
+  pool.Run(tasks, threads, fn);
 }
 
 }  // namespace paddlec::runtime

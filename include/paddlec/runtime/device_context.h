@@ -1,18 +1,18 @@
 // Per-device execution resources handed to every kernel: the allocator and, on the CPU, the
 // intra-op thread count; the CUDA context (stream, cuBLAS/cuDNN handles) lives in the CUDA backend.
 //
-// There is one threading runtime on the CPU, OpenMP, because oneDNN (Debian's build) uses it:
-// two thread pools spinning against each other on two cores ran 3x slower (machine.md, pitfall C).
+// On the CPU, paddlec's own parallel loops run on runtime/threads.h's RunTasks and oneDNN's
+// primitives on OpenMP; threads.h says why, and how the two share the cores.
 #pragma once
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #include "paddlec/core/place.h"
 #include "paddlec/runtime/allocator.h"
+#include "paddlec/runtime/threads.h"
 
 namespace paddlec::runtime {
 
@@ -72,22 +72,31 @@ class CpuContext final : public DeviceContext {
   std::unique_ptr<OneDnnHandles> onednn_;
 };
 
-/// Runs fn(begin, end) over [0, n) on the OpenMP pool, in one piece when n < 2 * grain.
+/// Chunks per thread ParallelFor cuts large loops into, so a thread slowed by another process hands
+/// part of its share to the others.
+inline constexpr int64_t kChunksPerThread = 4;
+
+/// Runs fn(begin, end) over [0, n): in one piece when n < 2 * grain, else in chunks of at least
+/// `grain` on the calling thread and its task pool (RunTasks). An fn(begin, end, slot) is also given
+/// the running thread's slot in [0, LoopThreads()), for per-thread scratch.
 template <class F>
 void ParallelFor(int64_t n, int64_t grain, F&& fn) {
+  auto run = [&](int64_t b, int64_t e, int slot) {
+    if constexpr (std::is_invocable_v<F&, int64_t, int64_t, int>)
+      fn(b, e, slot);
+    else
+      fn(b, e);
+  };
   if (n <= 0) return;
-  if (n < 2 * grain) {
-    fn(int64_t{0}, n);
+  const int threads = LoopThreads();
+  if (n < 2 * grain || threads <= 1) {
+    run(int64_t{0}, n, 0);
     return;
   }
-#pragma omp parallel
-  {
-    int nt = omp_get_num_threads();
-    int id = omp_get_thread_num();
-    int64_t chunk = (n + nt - 1) / nt;
-    int64_t b = id * chunk, e = std::min<int64_t>(n, b + chunk);
-    if (b < e) fn(b, e);
-  }
+  const int64_t chunks = std::min(n / std::max<int64_t>(grain, 1), kChunksPerThread * threads);
+  const int64_t size = (n + chunks - 1) / chunks;
+  RunTasks((n + size - 1) / size, threads,
+           [&](int64_t c, int slot) { run(c * size, std::min(n, (c + 1) * size), slot); });
 }
 
 }  // namespace paddlec::runtime

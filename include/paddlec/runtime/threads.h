@@ -1,26 +1,38 @@
-// How CPU kernels use threads: one OpenMP pool (libgomp, which Debian's oneDNN 2.6 runs on), whose
-// size is set per executor for the duration of a plan's run, whose workers wait passively after a
-// bounded spin, and whose threads flush denormals to zero unless the executor keeps them.
+// How CPU kernels use threads. paddlec's own loops (GEMM tiles, Winograd and direct convolutions,
+// elementwise and reduction loops) run on RunTasks: the calling thread and a few workers of its own,
+// taking tasks one at a time. oneDNN's primitives run on libgomp, Debian's oneDNN 2.6 being built for
+// OpenMP and taking no other pool. The executor sets the thread count of both for a plan's run, and
+// the float mode: denormals flushed to zero unless it keeps them.
 //
-// Why OpenMP and not oneTBB: oneDNN cannot be given another pool in Debian's build (its CPU runtime
-// is fixed at build time to OpenMP), so a second pool for paddlec's own loops would put two sets of
-// workers on the same cores; measured on this machine, that ran 3x slower (machine.md, pitfall C),
-// and a oneTBB pool would still leave oneDNN's OpenMP workers spinning. libgomp's weakness is its
-// default wait, 300,000 spins before sleeping (milliseconds), which made paddlec 5-10x slower beside
-// busy processes. libgomp reads it once, from the environment, in its load-time constructor, which
-// runs before any code of ours (glibc initializes a library's dependencies first, and a setenv from
-// .preinit_array is undone by libc's own initializer), so `paddlec run` and `train` re-execute
-// themselves once with GOMP_SPINCOUNT set (ReexecWithBoundedSpin), and the Python package sets it
-// before it loads its module.
+// Why paddlec's loops left OpenMP: a parallel region ends at a barrier that every thread of the team
+// must reach, so beside a busy process a worker waiting for its CPU held the whole op for a
+// scheduler slice even when the caller had already done all the work; RunTasks waits only for tasks
+// that started. Its idle workers spin for the same bounded time as libgomp's (PADDLEC_SPIN_US),
+// yielding after the first microseconds, then sleep. Beside one busy process on this 2-core machine
+// (ms per step, 2 threads, median of 5 alternating runs, RunTasks against OpenMP teams): MLP
+// training batch 64 2.10 / 2.60, batch 512 12.7 / 15.0, LeNet training batch 64 22.3 / 24.8, MLP
+// inference batch 64 0.63 / 0.91, LeNet inference batch 64 3.23 / 3.68.
 //
-// Busy machines: measured on this 2-core machine while seven builds ran (ms per step, MLP batch 1 /
-// MLP training batch 64): libgomp spinning 30,000 times 14.3 / 56.8, 3,000 times 0.37 / 12.3, 300
-// times 0.09 / 8.6, passive 0.064 / 7.1; and with a 100 us spin, one process in three stalled at
-// 60-70 ms per step, its two threads sharing one core. So while other processes want the cores, a
-// run uses one thread for everything but the large oneDNN primitives (MachineBusy, KernelThreads).
+// libgomp's own wait: by default 300,000 spins before sleeping (milliseconds), which made paddlec
+// 5-10x slower beside busy processes. libgomp reads it once, from the environment, in its load-time
+// constructor, which runs before any code of ours (glibc initializes a library's dependencies first,
+// and a setenv from .preinit_array is undone by libc's own initializer), so `paddlec run` and `train`
+// re-execute themselves once with GOMP_SPINCOUNT set (ReexecWithBoundedSpin), and the Python package
+// sets it before it loads its module.
+//
+// Busy machines: while more threads want the cores than there are, a run uses one thread for
+// everything (MachineBusy). Beside busy processes two threads get about one CPU between them, little
+// more than one thread alone gets (two thirds of one or all of one, as the scheduler places it), and
+// the second adds waits for whichever thread the scheduler left out. Beside two busy processes (ms
+// per step, 2 threads, median of 5 alternating runs, one thread everywhere against two for products
+// and convolutions of 30 MFLOP and more): LeNet training batch 64 25.5 / 36.5, LeNet inference
+// batch 64 3.39 / 5.46, MLP training batch 64 2.11 / 2.06, batch 512 14.7 / 18.0 (both 13-25 across
+// runs), MLP inference batch 64 0.644 / 0.642; the ResNet bench at batch 64, 3 runs, 204-231 /
+// 171-269: steadier, not faster.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "paddlec/core/error.h"
 
@@ -69,10 +81,10 @@ bool MachineBusy(int own_threads);
 /// Tests: makes MachineBusy answer `busy` (1 or 0) instead of measuring; -1 measures again.
 void OverrideMachineBusyForTesting(int busy);
 
-/// The threads a oneDNN primitive of `flops` should use: one below 2 MFLOP (oneDNN joins its threads
-/// at spinning barriers inside a primitive, and a descheduled thread there stalls a microsecond-sized
-/// op for whole scheduler ticks), or below 30 MFLOP while the machine is busy; else the running
-/// executor's count.
+/// The threads a oneDNN primitive of `flops`, or a product or convolution of paddlec's own, should
+/// use: one below 2 MFLOP (oneDNN joins its threads at spinning barriers inside a primitive, and a
+/// descheduled thread there stalls a microsecond-sized op for whole scheduler ticks) or while the
+/// machine is busy; else the running executor's count.
 int OneDnnThreads(double flops);
 
 /// Caps the OpenMP threads of the parallel regions (oneDNN's included) started from this thread
@@ -87,5 +99,31 @@ class ScopedMaxThreads {
  private:
   int saved_;
 };
+
+/// The threads the calling thread's own kernel loops (RunTasks, ParallelFor) use: the running
+/// executor's count, or one while the machine is busy (EnterKernelThreads).
+int LoopThreads();
+
+/// A task of RunTasks: fn(ctx, index, slot).
+struct TaskFn {
+  void (*fn)(void*, int64_t, int);
+  void* ctx;
+};
+void RunTasks(int64_t tasks, int threads, TaskFn fn);
+
+/// Runs task(i, slot) for every i in [0, tasks) on at most `threads` threads: the calling thread
+/// (slot 0) and workers of a pool kept per calling thread (slots 1..threads-1), each taking the next
+/// task when free, in FTZ/DAZ mode as the caller is. Returns once every task has run. Unlike an
+/// OpenMP region, whose closing barrier waits for every thread of the team, it waits only for tasks
+/// that have started: a worker another process keeps off its CPU finds nothing left when it wakes
+/// and holds no one up. `slot` indexes per-thread scratch (a thread runs one task at a time). Called
+/// from inside a task, it runs every task on the calling thread.
+template <class F>
+void RunTasks(int64_t tasks, int threads, F&& task) {
+  using Fn = std::remove_reference_t<F>;
+  RunTasks(tasks, threads,
+           TaskFn{[](void* ctx, int64_t i, int slot) { (*static_cast<Fn*>(ctx))(i, slot); },
+                  const_cast<void*>(static_cast<const void*>(&task))});
+}
 
 }  // namespace paddlec::runtime

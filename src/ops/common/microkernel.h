@@ -42,7 +42,7 @@ inline void FmaTileRow(const float* a, __m256 b0, __m256 b1, __m256& lo, __m256&
 /// epilogue, for R = kRows: 6, or fewer for the last rows of a product whose rows are not a
 /// multiple of 6. A's rows are at stride lda (or, with kTransposedA, A is stored [depth x R] as
 /// columns at stride lda: a weight gradient's X^T, copied into row tiles by math/gemm.cc's
-/// PackTransposedA), B's rows at stride ldb, C's at stride ldc. The accumulators are named: GCC
+/// PackTransposedTiles), B's rows at stride ldb, C's at stride ldc. The accumulators are named: GCC
 /// stores an array of them to the stack on every iteration. Fewer rows are fewer independent FMA
 /// chains, so a 4-row tile takes about 4/6 of a full tile's time (FMA latency bound) rather than
 /// all of it, as a 6-row tile overlapping the rows before it did.

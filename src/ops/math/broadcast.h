@@ -9,8 +9,6 @@
 // write the innermost run, once per combination of "contiguous" (stride 1) and "broadcast" (stride 0).
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -155,7 +153,7 @@ void ParallelSpans(const StridedLoop<N>& loop, F&& f) {
 /// given thread count.
 template <class A, int N, class F>
 void ReduceSpans(const StridedLoop<N>& loop, int target, A* out, int64_t out_numel, std::vector<A>& scratch, F&& f) {
-  const int max_threads = omp_get_max_threads();
+  const int max_threads = runtime::LoopThreads();
   if (loop.numel < 2 * kElementwiseGrain || max_threads < 2 || loop.numel == 0) {
     std::fill(out, out + out_numel, A(0));
     ForSpans(loop, 0, loop.numel, [&](const int64_t* off, int64_t len) { f(off, len, out); });
@@ -172,17 +170,16 @@ void ReduceSpans(const StridedLoop<N>& loop, int target, A* out, int64_t out_num
     return;
   }
   if (static_cast<int64_t>(scratch.size()) < max_threads * out_numel) scratch.resize(max_threads * out_numel);
-  int used = 1;
-#pragma omp parallel num_threads(max_threads)
-  {
-    const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-    if (id == 0) used = nt;
-    const int64_t chunk = (loop.numel + nt - 1) / nt;
+  // One part per thread, whichever thread computes it: the sum's order depends on the thread count
+  // alone.
+  const int used = max_threads;
+  const int64_t chunk = (loop.numel + used - 1) / used;
+  runtime::RunTasks(used, used, [&](int64_t id, int) {
     const int64_t b = std::min<int64_t>(loop.numel, id * chunk), e = std::min<int64_t>(loop.numel, b + chunk);
     A* part = scratch.data() + id * out_numel;
     std::fill(part, part + out_numel, A(0));
     ForSpans(loop, b, e, [&](const int64_t* off, int64_t len) { f(off, len, part); });
-  }
+  });
   const A* parts = scratch.data();
   ParallelChunks(out_numel, [&](int64_t b, int64_t n) {
     for (int64_t j = b; j < b + n; ++j) {

@@ -105,7 +105,7 @@ constexpr int64_t kKBlock = 128;
 /// faster.
 constexpr int64_t kTiledMaxRows = 128;
 
-/// Depth of one pass over a column panel of packed B (PackB): the panel is contiguous, so the
+/// Depth of one pass over a column panel of packed B (PackRows): the panel is contiguous, so the
 /// hardware prefetcher streams it and 1024 x 16 floats (64 KB) stay in L2. MLP inference's first
 /// layer (64 x 784 x 512), 2 threads, best of 15: 0.29-0.31 ms with the whole depth in one pass,
 /// 0.35-0.39 in passes of 256 rows, 0.35-0.41 with each panel copied from B at every call.
@@ -131,11 +131,11 @@ int64_t Panels(int64_t n) { return (n + kTileCols - 1) / kTileCols; }
 int64_t PanelStart(int64_t p, int64_t n) { return std::min(p * kTileCols, n - kTileCols); }
 int64_t PackedSize(const GemmShape& s) { return s.k * Panels(s.n) * kTileCols; }
 
-/// Floats of PackTransposedA's copy of a transposed A: whole 6-row tiles.
+/// Floats of the copy of a transposed A (PackTransposedTiles): whole 6-row tiles.
 int64_t PackedASize(const GemmShape& s) { return (s.m + kTileRows - 1) / kTileRows * kTileRows * s.k; }
 
 /// Widest product whose transposed A (a weight gradient, X^T dY) TiledGemm takes, copying it into
-/// row tiles at each call (PackTransposedA). Wider ones measured about even with oneDNN 2.6's
+/// row tiles at each call (PackTransposedTiles). Wider ones measured about even with oneDNN 2.6's
 /// matmul on an idle machine (2 threads, caches flushed, 300 alternating calls: 784x512x512 and
 /// 1024x512x1024 1.00-1.02 of its time, 784x64x512 0.92-0.97 and 1.20 in a fifth run) and slower
 /// beside two busy processes (MLP training steps, alternating runs: batch 64 2.84 ms against 2.62
@@ -155,7 +155,7 @@ bool CopiedFits(const GemmShape& s) {
   return s.c_batch.Numel() == 1 && TiledTranspositionFits(s) && !s.trans_b && s.m >= kTileRows &&
          s.m <= kTiledMaxRows && s.n >= kTileCols;
 }
-/// Whether TiledGemm computes `s` from a packed B (PackB): one 2-D product of at least one whole
+/// Whether TiledGemm computes `s` from a packed B (PackRows): one 2-D product of at least one whole
 /// 6 x 16 tile, at most kMaxPackedDepth deep, B untransposed and A as TiledTranspositionFits says.
 /// A transposed B stays on oneDNN: packed from its columns, transposed operands measured slower than
 /// its matmul in 7 of the 9 transposed products of MLP (batch 64 and 512) and LeNet training.
@@ -187,25 +187,12 @@ void PackRows(const GemmShape& s, const float* b, int64_t q0, int64_t q1, float*
 /// Rows of B per chunk of PackRows handed to a thread.
 constexpr int64_t kPackRows = 64;
 
-/// B as TiledGemm's panels, on the calling thread, or as one thread of a team (`omp for`, no
-/// barrier: the caller waits). Chunks go to whichever thread is free, so a thread another process
-/// has descheduled holds the team at the barrier for one chunk at most.
-void PackB(const GemmShape& s, const float* b, float* packed, bool in_team) {
-  if (!in_team) {
-    PackRows(s, b, 0, s.k, packed);
-    return;
-  }
-  const int64_t chunks = (s.k + kPackRows - 1) / kPackRows;
-#pragma omp for schedule(dynamic, 1) nowait
-  for (int64_t c = 0; c < chunks; ++c) PackRows(s, b, c * kPackRows, std::min(s.k, (c + 1) * kPackRows), packed);
-}
-
 /// Row blocks per thread when each task copies its own block of a transposed A (TiledGemm): enough
 /// that a thread slowed by another process hands some of its share to the other. 512x512x256, 2
 /// threads, alternating runs on a quiet machine: 755 us with 4, 775 with 3, 790 with 6.
 constexpr int64_t kRowBlocksPerThread = 4;
 
-/// Row tiles per chunk of PackTransposedA handed to a thread.
+/// Row tiles per chunk of a transposed A copied whole, handed to a thread.
 constexpr int64_t kPackTiles = 8;
 
 /// Row tiles [t0, t1) of a transposed A ([K, M]: a weight gradient's X^T) copied into TiledGemm's
@@ -231,24 +218,10 @@ void PackTransposedTiles(const GemmShape& s, const float* a, int64_t t0, int64_t
     }
 }
 
-/// All of a transposed A as row tiles (PackTransposedTiles), on the calling thread or as one thread
-/// of a team (`omp for`, no barrier: the caller waits), chunks going to whichever thread is free.
-void PackTransposedA(const GemmShape& s, const float* a, float* packed, bool in_team) {
-  const int64_t tiles = (s.m + kTileRows - 1) / kTileRows;
-  if (!in_team) {
-    PackTransposedTiles(s, a, 0, tiles, packed);
-    return;
-  }
-  const int64_t chunks = (tiles + kPackTiles - 1) / kPackTiles;
-#pragma omp for schedule(dynamic, 1) nowait
-  for (int64_t c = 0; c < chunks; ++c)
-    PackTransposedTiles(s, a, c * kPackTiles, std::min(tiles, (c + 1) * kPackTiles), packed);
-}
-
 /// C [M, N] = epilogue(A [M, K] * B [K, N]) in 6 x 16 register tiles (common/microkernel.h), A read
 /// in place or, transposed, copied into row tiles in `packed_a` (PackTransposedTiles), the last row
 /// tile holding M's remainder rows. B is either `b` itself, copied kKBlock x 16 at a time, or
-/// `packed` (PackB): given packed, or packed here first when `pack` is set (`packed` then is the
+/// `packed` (PackRows): given packed, or packed here first when `pack` is set (`packed` then is the
 /// room for it). A task is one 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows
 /// of C (all of them up to kTiledMaxRows, else as many 6-row tiles as keep that block of A in L2),
 /// computed a block of B's rows at a time; tasks go one at a time to whichever thread is free, so a
@@ -345,26 +318,21 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
           panel_tile(t, p, k0, depth, packed ? packed + (p * k + k0) * kTileCols : copied, edge);
     }
   };
+  // What is copied before the product (all of a transposed A, unless each task copies its own
+  // block; B, when `pack` is set), in chunks that go to whichever thread is free, then the tasks.
+  // Two jobs, so the tasks start only once every tile and panel is whole.
   const bool pack_a_first = s.trans_a && !task_packs_a;
+  const int64_t a_chunks = pack_a_first ? (row_tiles + kPackTiles - 1) / kPackTiles : 0;
+  const int64_t b_chunks = pack ? (k + kPackRows - 1) / kPackRows : 0;
   const int team = static_cast<int>(std::min<int64_t>(threads, tasks));
-  if (team <= 1) {
-    if (pack_a_first) PackTransposedA(s, a, packed_a, false);
-    if (pack) PackB(s, b, packed, false);
-    for (int64_t id = 0; id < tasks; ++id) task(id);
-    return;
-  }
-#pragma omp parallel num_threads(team)
-  {
-    // Neither packing loop ends in a barrier of its own: one barrier, then every tile and panel is
-    // whole.
-    if (pack_a_first) PackTransposedA(s, a, packed_a, true);
-    if (pack) PackB(s, b, packed, true);
-    if (pack_a_first || pack) {
-#pragma omp barrier
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t id = 0; id < tasks; ++id) task(id);
-  }
+  if (a_chunks + b_chunks > 0)
+    runtime::RunTasks(a_chunks + b_chunks, team, [&](int64_t c, int) {
+      if (c < a_chunks)
+        PackTransposedTiles(s, a, c * kPackTiles, std::min(row_tiles, (c + 1) * kPackTiles), packed_a);
+      else
+        PackRows(s, b, (c - a_chunks) * kPackRows, std::min(k, (c - a_chunks + 1) * kPackRows), packed);
+    });
+  runtime::RunTasks(tasks, team, [&](int64_t id, int) { task(id); });
 }
 #endif
 

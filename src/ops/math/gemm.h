@@ -74,7 +74,7 @@ class Gemm<float> {
     std::vector<float> data;
   };
   PackedB packed_;
-  /// Room for a transposed A copied into row tiles at each call (math/gemm.cc, PackTransposedA).
+  /// Room for a transposed A copied into row tiles at each call (math/gemm.cc, PackTransposedTiles).
   float* PackedARoom(const GemmShape& s);
   std::vector<float> packed_a_;
 };

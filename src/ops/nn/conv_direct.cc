@@ -1,13 +1,14 @@
 // The few-input-channel direct convolution (conv_direct.h).
 #include "nn/conv_direct.h"
 
-#include <omp.h>
-
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
 
 #include <algorithm>
+#include <vector>
+
+#include "paddlec/runtime/threads.h"
 
 namespace paddlec::ops::nn {
 
@@ -146,12 +147,8 @@ void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, 
     for (int64_t i = 0; i < items; ++i) run_item(i, buf);
     return;
   }
-#pragma omp parallel num_threads(team)
-  {
-    Buffers buf;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < items; ++i) run_item(i, buf);
-  }
+  std::vector<Buffers> bufs(team);
+  runtime::RunTasks(items, team, [&](int64_t i, int slot) { run_item(i, bufs[slot]); });
 }
 namespace {
 
@@ -275,12 +272,8 @@ void SmallConvBackwardWeights(const ConvGeometry& g, const float* x, const float
     Buffers buf;
     for (int64_t i = 0; i < items; ++i) run_item(i, buf);
   } else {
-#pragma omp parallel num_threads(team)
-    {
-      Buffers buf;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < items; ++i) run_item(i, buf);
-    }
+    std::vector<Buffers> bufs(team);
+    runtime::RunTasks(items, team, [&](int64_t i, int slot) { run_item(i, bufs[slot]); });
   }
   for (int64_t k = 0; k < K; ++k)
     for (int64_t t = 0; t < taps; ++t) {

@@ -6,14 +6,14 @@
 // TileTransforms<4> for the filter gradient).
 #include "nn/winograd.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "common/microkernel.h"
+#include "paddlec/runtime/threads.h"
 
 namespace paddlec::ops::nn {
 namespace {
@@ -259,15 +259,14 @@ const float* AsLanes(const float* x, ActivationLayout layout, int64_t n, int64_t
   view.block = kLanes;
   copy.resize(n * c8 * h * w);
   const int64_t hw = h * w, groups = n * (c8 / kLanes);
-#pragma omp parallel for num_threads(team) schedule(static)
-  for (int64_t gi = 0; gi < groups; ++gi) {
+  runtime::RunTasks(groups, team, [&](int64_t gi, int) {
     const int64_t img = gi / (c8 / kLanes), c0 = gi % (c8 / kLanes) * kLanes;
     float* dst = copy.data() + gi * hw * kLanes;
     for (int l = 0; l < kLanes; ++l) {
       const float* src = c0 + l < c ? x + (img * c + c0 + l) * hw : nullptr;
       for (int64_t p = 0; p < hw; ++p) dst[p * kLanes + l] = src != nullptr ? src[p] : 0.0f;
     }
-  }
+  });
   return copy.data();
 }
 
@@ -546,12 +545,10 @@ void WinogradConv::RunTiles(const Shape& s, const float* x, ActivationLayout xl,
     for (int64_t b = 0; b < blocks; ++b) run_block(b, scratch);
     return;
   }
-#pragma omp parallel num_threads(team)
-  {
+  runtime::RunTasks(blocks, team, [&](int64_t b, int) {
     thread_local Scratch scratch;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t b = 0; b < blocks; ++b) run_block(b, scratch);
-  }
+    run_block(b, scratch);
+  });
 }
 namespace {
 
@@ -625,13 +622,8 @@ void BackwardWeightsTiles(const ConvGeometry& g, const float* x, ActivationLayou
     Scratch sc;
     for (int64_t b = 0; b < blocks; ++b) run_block(b, sc, sum);
   } else {
-#pragma omp parallel num_threads(team)
-    {
-      Scratch sc;
-      float* acc = sum + omp_get_thread_num() * per_thread;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t b = 0; b < blocks; ++b) run_block(b, sc, acc);
-    }
+    std::vector<Scratch> scratch(team);
+    runtime::RunTasks(blocks, team, [&](int64_t b, int slot) { run_block(b, scratch[slot], sum + slot * per_thread); });
   }
   for (int i = 1; i < team; ++i)
     for (int64_t j = 0; j < per_thread; ++j) sum[j] += sum[i * per_thread + j];

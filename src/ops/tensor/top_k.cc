@@ -6,7 +6,6 @@
 // Each line is selected in one pass keeping the k best so far (small k, the common case) or with
 // nth_element followed by sorting the k winners, in per-thread scratch kept by the kernel (grown
 // once, then reused).
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -90,7 +89,7 @@ class TopKKernel final : public OpKernel {
     int64_t* idx_out = ctx.Out(kIndices).data<int64_t>();
     const int64_t k = k_;
     // Scratch per thread, grown only when a longer axis arrives.
-    size_t threads = static_cast<size_t>(omp_get_max_threads());
+    size_t threads = static_cast<size_t>(runtime::LoopThreads());
     if (scratch_.size() < threads) scratch_.resize(threads);
     for (auto& s : scratch_)
       if (static_cast<int64_t>(s.idx.size()) < l.n) {
@@ -98,8 +97,8 @@ class TopKKernel final : public OpKernel {
         s.vals.resize(l.n);
       }
     ParallelFor(l.outer * l.inner, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(l.n, 1)),
-                [&](int64_t b, int64_t e) {
-                  Scratch& s = scratch_[omp_get_thread_num()];
+                [&](int64_t b, int64_t e, int slot) {
+                  Scratch& s = scratch_[slot];
                   for (int64_t line = b; line < e; ++line) {
                     int64_t o = line / l.inner, in = line % l.inner;
                     const T* src = xp + o * l.n * l.inner + in;
