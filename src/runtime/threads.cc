@@ -158,6 +158,30 @@ ScopedMaxThreads::~ScopedMaxThreads() {
 
 namespace {
 
+/// A wait's pause between looks: `pause` for its first kPureSpinMicros, sched_yield after, since
+/// the thread being waited for (a worker running a task, or an OpenMP worker of the oneDNN
+/// primitive that often comes next) may be waiting for this very CPU; two pools spinning against
+/// each other ran 3x slower (machine.md, pitfall C).
+class Backoff {
+ public:
+  static constexpr int64_t kPureSpinMicros = 2;
+  /// Microseconds since the wait began (read every 64th pause, and after every yield).
+  int64_t elapsed() const { return elapsed_; }
+  void Pause() {
+    if (elapsed_ > kPureSpinMicros) {
+      sched_yield();
+      elapsed_ = NowMicros() - start_;
+      return;
+    }
+    _mm_pause();
+    if ((++looks_ & 63) == 0) elapsed_ = NowMicros() - start_;
+  }
+
+ private:
+  int64_t start_ = NowMicros(), elapsed_ = 0;
+  uint32_t looks_ = 0;
+};
+
 /// The workers of one calling thread's RunTasks. A job is published as an epoch in the high half of
 /// `claim_` and its next unclaimed task in the low half; a thread takes a task by compare-exchange,
 /// which fails once the epoch has moved on, so a worker that wakes after its job has ended claims
@@ -185,21 +209,13 @@ class TaskPool {
     done_.store(0, std::memory_order_relaxed);
     Publish(tasks, threads, fn);
     Work(0, epoch_);
-    // Every task is claimed: wait for those still running on workers, yielding after the first
-    // microseconds, since a worker running one may be waiting for this very CPU.
-    const int64_t start = NowMicros();
-    for (int i = 0; done_.load(std::memory_order_acquire) < tasks; ++i) {
-      if ((i & 15) == 15 && NowMicros() > start + kPureSpinMicros)
-        sched_yield();
-      else
-        _mm_pause();
-    }
+    // Every task is claimed: wait for those still running on workers.
+    for (Backoff b; done_.load(std::memory_order_acquire) < tasks;) b.Pause();
   }
 
  private:
   static constexpr int kEpochShift = 32;
   static constexpr uint64_t kClosed = 0xffffffffu;  // the low half while a job is published
-  static constexpr int64_t kPureSpinMicros = 2;
 
   void Publish(int64_t tasks, int threads, TaskFn fn) {
     epoch_ = static_cast<uint32_t>(epoch_ + 1);
@@ -272,22 +288,12 @@ class TaskPool {
     }
   }
 
-  /// Spins for the bounded spin, then sleeps until a job newer than `seen` is published. Past its
-  /// first microseconds the spin yields between looks: an OpenMP worker of the oneDNN primitive
-  /// that often comes next may be waiting for this CPU (two pools spinning against each other ran
-  /// 3x slower: machine.md, pitfall C).
+  /// Spins for the bounded spin (Backoff), then sleeps until a job newer than `seen` is published.
   uint32_t WaitForJob(uint32_t seen) {
     auto current = [&] { return static_cast<uint32_t>(claim_.load(std::memory_order_seq_cst) >> kEpochShift); };
-    const int64_t start = NowMicros(), deadline = start + static_cast<int64_t>(SpinMicros());
-    for (int i = 0;; ++i) {
+    const auto spin = static_cast<int64_t>(SpinMicros());
+    for (Backoff b; b.elapsed() <= spin; b.Pause())
       if (uint32_t e = current(); e != seen) return e;
-      if ((i & 63) == 63) {
-        const int64_t now = NowMicros();
-        if (now > deadline) break;
-        if (now > start + kPureSpinMicros) sched_yield();
-      }
-      _mm_pause();
-    }
     for (;;) {
       const uint32_t w = wake_.load(std::memory_order_seq_cst);
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -319,8 +325,17 @@ int LoopThreads() { return omp_get_max_threads(); }
 
 void RunTasks(int64_t tasks, int threads, TaskFn fn) {
   threads = static_cast<int>(std::min<int64_t>(threads, tasks));
-  if (threads <= 1 || t_in_task || tasks >= (int64_t{1} << 31)) {
+  if (threads <= 1 || t_in_task) {
     for (int64_t i = 0; i < tasks; ++i) fn.fn(fn.ctx, i, 0);
+    return;
+  }
+  // The claim word counts tasks in 32 bits: a larger job is claimed in runs of consecutive tasks.
+  constexpr int64_t kMaxClaims = int64_t{1} << 31;
+  if (tasks >= kMaxClaims) {
+    const int64_t run = (tasks + kMaxClaims - 1) / kMaxClaims;
+    RunTasks((tasks + run - 1) / run, threads, [&](int64_t r, int slot) {
+      for (int64_t i = r * run; i < std::min(tasks, (r + 1) * run); ++i) fn.fn(fn.ctx, i, slot);
+    });
     return;
   }
   thread_local TaskPool pool;
