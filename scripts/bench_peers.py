@@ -13,7 +13,9 @@ With --busy N the inference and training cases run again beside N CPU-bound back
 and a third table prints each tool's slowdown (busy / quiet), paddlec against Paddle under load, and
 how much of paddlec's busy runs two of the busy processes spent on one CPU (which decides how much
 of a 2-core machine is left: PlacementSampler).
-ratio = peer time / paddlec time: above 1 means paddlec is faster.
+ratio = peer time / paddlec time: above 1 means paddlec is faster. The MLP rows of the quiet table
+add each tool's share of the CPU's fp32 FMA peak (paddlec_bench peak, printed first): the MLP is
+products and little else, so a peer at 85 % of peak leaves paddlec at most 1 / 0.85 = 1.18x ahead.
 
 Needs the benchmark-only virtualenv that scripts/bench.sh --peers creates (numpy, onnx, onnxruntime,
 torch, paddlepaddle); it is never a test dependency. The peer models are built here: ONNX graphs with
@@ -37,6 +39,16 @@ ROOT = os.path.dirname(HERE)
 INFERENCE = [("mlp", 1), ("mlp", 64), ("lenet", 1), ("lenet", 64)]
 TRAINING = [("mlp", 64), ("mlp", 512), ("lenet", 64), ("resnet", 64)]
 SHAPES = {"mlp": (784,), "lenet": (1, 28, 28), "resnet": (3, 32, 32)}
+MLP_LAYERS = [(784, 512), (512, 256), (256, 10)]  # configs/mlp.pbtxt's fc layers (in, out)
+
+
+def mlp_gflop(kind, batch):
+    """GFLOP of one MLP step, products only: the forward pass, or the forward pass, every layer's weight
+    gradient and every input gradient but the first layer's (the image needs none)."""
+    macs = sum(i * o for i, o in MLP_LAYERS)
+    if kind == "training":
+        macs += macs + macs - MLP_LAYERS[0][0] * MLP_LAYERS[0][1]
+    return 2 * macs * batch / 1e9
 
 
 def rss_mb():
@@ -99,8 +111,9 @@ def onnx_model(net, rng):
         return name + ".p"
 
     if net == "mlp":
-        x = fc(fc("img", 784, 512, "fc1", True), 512, 256, "fc2", True)
-        logits = fc(x, 256, 10, "fc3", False)
+        (i1, o1), (i2, o2), (i3, o3) = MLP_LAYERS
+        x = fc(fc("img", i1, o1, "fc1", True), i2, o2, "fc2", True)
+        logits = fc(x, i3, o3, "fc3", False)
     else:
         x = conv_block(conv_block("img", 1, 32, "conv1"), 32, 64, "conv2")
         nodes.append(helper.make_node("Flatten", [x], ["flat"], axis=1))
@@ -247,6 +260,11 @@ class Runner:
             return float(re.search(r"peak ([\d.]+) MB", out).group(1))
         return float(re.search(r"([\d.]+) ms", out).group(1))
 
+    def peak(self):
+        """The CPU's fp32 FMA peak on the benchmark's threads, in GFLOP/s (paddlec_bench peak)."""
+        out = run([self.bench, "peak", "--threads", str(self.a.threads), "--min-time", "0.5"], self.env)
+        return float(re.search(r"([\d.]+) GFLOP/s", out).group(1)) if out else None
+
     def peer(self, tool, kind, net, batch):
         out = run([sys.executable, __file__, "--worker", tool, kind, net, str(batch), "--threads", str(self.a.threads),
                    "--min-time", str(self.a.min_time)], self.env)
@@ -285,15 +303,28 @@ def ratio(peer, ours):
     return f"{peer / ours:5.2f}x" if peer and ours else "  n/a"
 
 
-def print_times(rows, title):
+def of_peak(table, name, t, peak):
+    """For the MLP rows, each tool's share of the FMA peak: a GEMM-bound step cannot beat 100 %, so a
+    peer near it leaves no room for a ratio above 100 % / its share."""
+    if not peak or not name.startswith("mlp"):
+        return ""
+    gflop = mlp_gflop(table, int(name.split(" b")[1]))
+    cells = " ".join(f"{'ORT' if tool == 'ort' else tool} {100 * gflop / (ms / 1e3) / peak:3.0f}%"
+                     for tool, ms in t.items() if ms)
+    return f"  of peak: {cells}"
+
+
+def print_times(rows, title, peak=None):
     print(f"== {title} (median ms; ratio = peer / paddlec, above 1: paddlec faster)")
     for table, name, t in rows:
         if table == "inference":
-            print(f"inference {name:<10} paddlec {fmt(t['paddlec'])}  onnxruntime {fmt(t['ort'])}  "
-                  f"vs ORT {ratio(t['ort'], t['paddlec'])}")
+            line = (f"inference {name:<10} paddlec {fmt(t['paddlec'])}  onnxruntime {fmt(t['ort'])}  "
+                    f"vs ORT {ratio(t['ort'], t['paddlec'])}")
         else:
-            print(f"training  {name:<10} paddlec {fmt(t['paddlec'])}  torch {fmt(t['torch'])}  paddle {fmt(t['paddle'])}  "
-                  f"vs torch {ratio(t['torch'], t['paddlec'])}  vs paddle {ratio(t['paddle'], t['paddlec'])}")
+            line = (f"training  {name:<10} paddlec {fmt(t['paddlec'])}  torch {fmt(t['torch'])}  "
+                    f"paddle {fmt(t['paddle'])}  vs torch {ratio(t['torch'], t['paddlec'])}  "
+                    f"vs paddle {ratio(t['paddle'], t['paddlec'])}")
+        print(line + of_peak(table, name, t, peak))
 
 
 def busy_processes(n):
@@ -381,8 +412,11 @@ def main():
     r = Runner(a)
     print(f"== peers: {a.threads} threads everywhere, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f}; each case in a fresh process, median of {a.rounds} rounds", flush=True)
+    peak = r.peak()
+    print(f"== fp32 FMA peak on {a.threads} threads: {fmt(peak, '.1f')} GFLOP/s (paddlec_bench peak); the MLP "
+          f"rows add each tool's products per second as a share of it", flush=True)
     quiet = r.cases()
-    print_times(quiet, "no added load (quiet only on a quiet machine: check with uptime)")
+    print_times(quiet, "no added load (quiet only on a quiet machine: check with uptime)", peak)
     if "memory" not in a.skip:
         ours, theirs = r.paddlec("memory", "lenet", 256), r.peer("torch", "memory", "lenet", 256)
         print("== memory: LeNet training at batch 256, peak RSS above the idle process")

@@ -11,17 +11,21 @@
 //                                              one 3x3 depthwise_conv2d (padding 1), MobileNet-style
 //   paddlec_bench lstm --batch B [--seq T --input I --hidden H --layers L]
 //                                              one rnn op (LSTM, inference) over a sequence
+//   paddlec_bench peak --threads T             the CPU's fp32 FMA peak on T threads (GFLOP/s), the
+//                                              ceiling for GEMM-bound cases (bench_peers.py's % of peak)
 // --check-nan-inf builds the plan with the NaN/Inf check (forward/inference/train modes).
 // --opt-level N compiles with -ON (default: the pipelines without -O, as `paddlec` does by default).
 // Each prints one line: name, median ms over repetitions of at least --min-time seconds, and
 // GFLOP/s where the work is known.
 #include <dnnl.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <thread>
 #include <vector>
 
 #include "paddlec/core/file.h"
@@ -280,6 +284,64 @@ void Lstm(const Args& a) {
       t, n, in, h, layers, ms, ms * 1e3 / t, flop / ms / 1e6);
 }
 
+/// Independent FMA chains, enough to cover the FMA units' latency x throughput on current x86 cores
+/// (4 cycles x 2 units = 8): the loop runs at the units' peak, never waiting on a result.
+constexpr int kPeakChains = 12;
+constexpr int64_t kPeakIterations = int64_t{4} << 20;
+
+#if defined(__AVX2__) && defined(__FMA__)
+// Two copies of one loop: a generic one would need its FMA passed in, and GCC will not inline an
+// AVX-512 intrinsic into a helper compiled for AVX2.
+float Chains256() {
+  const __m256 x = _mm256_set1_ps(1e-3f), y = _mm256_set1_ps(0.999f);
+  __m256 acc[kPeakChains];
+  for (auto& v : acc) v = x;
+  for (int64_t i = 0; i < kPeakIterations; ++i)
+    for (auto& v : acc) v = _mm256_fmadd_ps(v, y, x);
+  float sink = 0;
+  for (const auto& v : acc) sink += _mm256_cvtss_f32(v);
+  return sink;
+}
+__attribute__((target("avx512f"))) float Chains512() {
+  const __m512 x = _mm512_set1_ps(1e-3f), y = _mm512_set1_ps(0.999f);
+  __m512 acc[kPeakChains];
+  for (auto& v : acc) v = x;
+  for (int64_t i = 0; i < kPeakIterations; ++i)
+    for (auto& v : acc) v = _mm512_fmadd_ps(v, y, x);
+  float sink = 0;
+  for (const auto& v : acc) sink += _mm512_cvtss_f32(v);
+  return sink;
+}
+#endif
+
+/// The fp32 FMA peak of `threads` threads: GEMM-bound cases (MLP) can be judged against it, and a
+/// target above it cannot be met. AVX-512 is tried too: cores with two 512-bit FMA units double the
+/// AVX2 figure, and oneDNN (paddlec's convolutions, ONNX Runtime's MLAS, PyTorch) uses them there.
+void Peak(const Args& a) {
+#if defined(__AVX2__) && defined(__FMA__)
+  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  volatile float sink = 0;
+  auto gflops = [&](int lanes, float (*chains)()) {
+    double ms = MedianMs(
+        [&] {
+          std::vector<std::thread> team;
+          for (int t = 0; t < threads; ++t) team.emplace_back([&] { sink = sink + chains(); });
+          for (auto& t : team) t.join();
+        },
+        a.min_time);
+    return 2.0 * lanes * kPeakChains * static_cast<double>(kPeakIterations) * threads / ms / 1e6;
+  };
+  const double ymm = gflops(8, Chains256);
+  const double zmm = avx512 ? gflops(16, Chains512) : 0;
+  std::cout << fmt::format("peak      fp32 FMA     threads={:<4} {:8.1f} GFLOP/s  (AVX2 {:.1f}{})\n", threads,
+                           std::max(ymm, zmm), ymm, avx512 ? fmt::format(", AVX-512 {:.1f}", zmm) : ", no AVX-512");
+#else
+  std::cerr << "error: paddlec_bench peak needs a build for AVX2 and FMA (x86-64-v3)\n";
+  std::exit(1);
+#endif
+}
+
 void Dispatch(const Args& a) {
   std::string text = "blocks { idx: 0 parent_idx: -1\n"
                      "  vars { name: \"v0\" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 1 } } } }\n";
@@ -307,7 +369,7 @@ int main(int argc, char** argv) {
   const double idle_mb = ResidentMb(false);  // libraries loaded, nothing built
   Args a;
   if (argc < 2) {
-    std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|resnet|memory|dispatch|depthwise|lstm [CONFIG] "
+    std::cerr << "usage: paddlec_bench sgemm|forward|inference|train|resnet|memory|dispatch|depthwise|lstm|peak [CONFIG] "
                  "[--n N] [--batch B] [--ops N] [--channels C] [--size S] [--stride S] [--seq T] [--input I] "
                  "[--hidden H] [--layers L] [--min-time S] [--threads T] [--device D] [--opt-level N] [--check-nan-inf] [--profile]\n";
     return 2;
@@ -368,6 +430,8 @@ int main(int argc, char** argv) {
     Depthwise(a);
   else if (a.mode == "lstm")
     Lstm(a);
+  else if (a.mode == "peak")
+    Peak(a);
   else {
     std::cerr << "error: unknown mode " << a.mode << "\n";
     return 2;
