@@ -1,9 +1,11 @@
 // Batched matrix products: float32 on TiledGemm (AVX2 register tiles) for 2-D products of at least
-// 6 x 16 and oneDNN's matmul otherwise, float64 on Eigen.
+// 6 x 16 (where oneDNN runs AVX-512, only those whose B stays packed) and oneDNN's matmul otherwise,
+// float64 on Eigen.
 #include "math/gemm.h"
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -85,14 +87,26 @@ dnnl::memory::desc MatrixDesc(const Dims& batch, int64_t rows, int64_t cols, boo
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
-#if defined(__AVX2__) && defined(__FMA__)
-/// PADDLEC_TILED_GEMM=off sends every product TiledGemm would take to oneDNN (for comparisons).
-bool TiledGemmEnabled() {
-  static const bool enabled = [] {
+/// The process-wide TiledGemmUse, as an int so that tests may set it while kernels read it.
+std::atomic<int>& TiledGemmUseWord() {
+  static std::atomic<int> use = [] {
     const char* v = std::getenv("PADDLEC_TILED_GEMM");
-    return v == nullptr || std::string_view(v) != "off";
+    const std::string_view s = v == nullptr ? "" : v;
+    return static_cast<int>(s == "off"      ? TiledGemmUse::kNever
+                            : s == "always" ? TiledGemmUse::kAlways
+                                            : TiledGemmUse::kAuto);
   }();
-  return enabled;
+  return use;
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+/// Whether oneDNN runs AVX-512 kernels here. Its matmul then matches or beats TiledGemm's AVX2 tiles
+/// on every product measured whose B is packed or copied at the call (512x512x256 0.58 ms against
+/// 0.63, 64x784x512 0.24 against 0.28; docs/performance.md has the rest). Held to AVX2 it loses to
+/// the tiles again, so the edge is AVX-512's; against a B kept packed, the tiles still win.
+bool OneDnnRunsAvx512() {
+  static const bool avx512 = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+  return avx512;
 }
 
 /// Depth of one pass over a column panel: B's kKBlock x 16 block (8 KB), copied contiguous, stays
@@ -350,6 +364,22 @@ struct Gemm<float>::Primitive {
   int nargs = 0;
 };
 
+TiledGemmUse GetTiledGemmUse() {
+  return static_cast<TiledGemmUse>(TiledGemmUseWord().load(std::memory_order_relaxed));
+}
+void SetTiledGemmUse(TiledGemmUse use) {
+  TiledGemmUseWord().store(static_cast<int>(use), std::memory_order_relaxed);
+}
+
+bool TiledGemmTakes(TiledGemmUse use, bool b_kept, bool onednn_avx512) {
+  switch (use) {
+    case TiledGemmUse::kAlways: return true;
+    case TiledGemmUse::kNever: return false;
+    case TiledGemmUse::kAuto: return b_kept || !onednn_avx512;
+  }
+  return false;
+}
+
 Gemm<float>::Gemm() = default;
 Gemm<float>::~Gemm() = default;
 
@@ -379,7 +409,7 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
     return Status::OK();
   }
 #if defined(__AVX2__) && defined(__FMA__)
-  if (TiledGemmEnabled()) {
+  if (const TiledGemmUse use = GetTiledGemmUse(); use != TiledGemmUse::kNever) {
     const int threads = runtime::OneDnnThreads(2.0 * static_cast<double>(s.m) * s.n * s.k);
     PackedB& pb = packed_;
     const bool same = b_stamp != 0 && pb.stamp == b_stamp && pb.b == b && pb.shape == s;
@@ -387,15 +417,20 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
     pb.stamp = b_stamp;
     pb.b = b;
     pb.shape = s;
-    if (PackedFits(s) && (same || !CopiedFits(s))) {
+    const bool kept = same && PackedFits(s);
+    const bool tiles = TiledGemmTakes(use, kept, OneDnnRunsAvx512());
+    if (tiles && PackedFits(s) && (same || !CopiedFits(s))) {
       // Packed once and kept (a B seen unchanged), or packed for this call only.
       const bool pack = !pb.ready;
       pb.data.resize(PackedSize(s));
       TiledGemm(s, e, a, b, pb.data.data(), pack, PackedARoom(s), bias, c, threads);
       pb.ready = same;
+      // An inference's first call ran on oneDNN where the tiles take only kept products: its
+      // primitive and scratch memory are not needed again.
+      if (kept) prim_.reset();
       return Status::OK();
     }
-    if (CopiedFits(s)) {
+    if (tiles && CopiedFits(s)) {
       TiledGemm(s, e, a, b, nullptr, false, PackedARoom(s), bias, c, threads);
       return Status::OK();
     }

@@ -1,6 +1,7 @@
 // Batched matrix products for the math family: float32 on paddlec's register-tiled GEMM (2-D
-// products of at least 6 x 16, B packed once while its contents stay the same) or a cached oneDNN
-// matmul primitive (batched products), float64 on Eigen (oneDNN's matmul has no f64).
+// products of at least 6 x 16, B packed once while its contents stay the same; where oneDNN runs
+// AVX-512, only those with B kept packed) or a cached oneDNN matmul primitive (the rest), float64
+// on Eigen (oneDNN's matmul has no f64).
 //
 // Operands are row-major tensors read through strides, so transposed operands cost nothing: no
 // reorders, no copies. A Gemm object belongs to one kernel instance and keeps its primitive (and
@@ -40,6 +41,22 @@ struct GemmEpilogue {
   friend bool operator==(const GemmEpilogue&, const GemmEpilogue&) = default;
 };
 
+/// Which float products paddlec's tiled GEMM (math/gemm.cc, AVX2 register tiles) takes from
+/// oneDNN's matmul. kAuto, the default, follows the measurements there: where oneDNN runs AVX-512
+/// kernels only products whose B stays packed between calls (an inference's weights), elsewhere
+/// every product the tiles fit. kAlways runs the tiles wherever they fit, on any CPU (the tests
+/// cover them so); kNever leaves everything to oneDNN (for comparisons).
+enum class TiledGemmUse { kAuto, kAlways, kNever };
+
+/// The process-wide choice. It starts from PADDLEC_TILED_GEMM: `off` is kNever, `always` kAlways,
+/// anything else kAuto.
+TiledGemmUse GetTiledGemmUse();
+void SetTiledGemmUse(TiledGemmUse use);
+
+/// Whether the tiled GEMM takes a product that fits it, under `use`: `b_kept` when B is packed from
+/// an earlier call and unchanged, `onednn_avx512` when oneDNN runs AVX-512 kernels on this CPU.
+bool TiledGemmTakes(TiledGemmUse use, bool b_kept, bool onednn_avx512);
+
 template <class T>
 class Gemm;
 
@@ -59,7 +76,8 @@ class Gemm<float> {
   /// content stamp (Tensor::stamp), 0 when unknown: a product that sees the same non-zero stamp (and
   /// the same B) on two calls in a row keeps B packed from then on, as an inference's weights are,
   /// and packs it again only when the stamp changes. Training's weights change every step: they are
-  /// copied a block at a time as the product needs them, or packed whole at each call above 128 rows.
+  /// copied a block at a time as the product needs them, or packed whole at each call above 128 rows
+  /// (where oneDNN runs AVX-512, such products run on its matmul: TiledGemmUse).
   Status Run(runtime::CpuContext& cpu, const GemmShape& shape, GemmEpilogue epilogue, const float* a, const float* b,
              const float* bias, float* c, uint64_t b_stamp = 0);
 

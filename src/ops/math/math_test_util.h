@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "math/gemm.h"
 #include "paddlec.pb.h"
 #include "paddlec/exec/executor.h"
 #include "paddlec/ir/program.h"
@@ -17,6 +18,21 @@
 #include "testing/program_runner.h"
 
 namespace paddlec::testing::math_test {
+
+/// Sets the tiled GEMM's TiledGemmUse for a scope. Tests of the tiles ask for kAlways: under kAuto a
+/// CPU where oneDNN runs AVX-512 sends most of their products to oneDNN.
+class ScopedTiledGemmUse {
+ public:
+  explicit ScopedTiledGemmUse(ops::math::TiledGemmUse use) : saved_(ops::math::GetTiledGemmUse()) {
+    ops::math::SetTiledGemmUse(use);
+  }
+  ~ScopedTiledGemmUse() { ops::math::SetTiledGemmUse(saved_); }
+  ScopedTiledGemmUse(const ScopedTiledGemmUse&) = delete;
+  ScopedTiledGemmUse& operator=(const ScopedTiledGemmUse&) = delete;
+
+ private:
+  ops::math::TiledGemmUse saved_;
+};
 
 /// Row-major multi-index of flat index i in dims.
 inline std::vector<int64_t> Unravel(int64_t i, const Dims& dims) {

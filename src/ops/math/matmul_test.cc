@@ -260,6 +260,7 @@ TEST_CASE("matmul_v2 gradients match central differences (transposes, vectors, b
 }
 
 TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, depth blocks, transposes") {
+  const math_test::ScopedTiledGemmUse tiles(ops::math::TiledGemmUse::kAlways);
   // math/gemm.cc packs B whole for untransposed products of more than 128 rows: 310 rows are 52
   // tiles, the last of 4 rows, and 37 columns three panels, the last overlapping the one before.
   // 130 x 1100 x 100 has rows in 3 blocks (1100 deep keeps 8 tiles of A in L2), two passes over
@@ -292,6 +293,7 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
 }
 
 TEST_CASE("matmul_v2 on the tiled GEMM: a last row tile of each size from 1 to 5 rows") {
+  const math_test::ScopedTiledGemmUse tiles(ops::math::TiledGemmUse::kAlways);
   // math/gemm.cc computes M's remainder rows in a tile of that many rows (common/microkernel.h's
   // kRows). Up to 128 rows B is copied a block at a time (a depth of 300 spans three blocks, so the
   // remainder tile also accumulates); above, B is packed whole. X transposed is copied into row
