@@ -6,6 +6,7 @@
 #include <omp.h>
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -169,7 +170,8 @@ TEST_CASE("RunTasks runs a job on the caller and a worker, in the caller's denor
 
 TEST_CASE("RunTasks runs every task once, however many threads and tasks") {
   for (int threads : {1, 2, 3, 8})
-    for (int64_t tasks : {0, 1, 2, 7, 1000}) {
+    // 65536 and more are claimed in runs of consecutive tasks (runtime/threads.cc, kMaxClaims).
+    for (int64_t tasks : {0, 1, 2, 7, 1000, 65535, 65536, 200001}) {
       CAPTURE(threads);
       CAPTURE(tasks);
       std::vector<std::atomic<int>> runs(tasks);
@@ -181,6 +183,32 @@ TEST_CASE("RunTasks runs every task once, however many threads and tasks") {
       CHECK(bad_slot == 0);
       for (auto& r : runs) REQUIRE(r == 1);
     }
+}
+
+TEST_CASE("RunTasks gives the caller the first tasks and a worker the last, each a contiguous run") {
+  // Task 0 holds whoever runs it until the worker has started a task, so the worker takes part;
+  // every task runs for 20 us, long enough for both threads to keep claiming until they meet.
+  constexpr int64_t kTasks = 64;
+  std::vector<int> slot_of(kTasks, -1);
+  std::atomic<int64_t> worker_first{-1};
+  runtime::RunTasks(kTasks, 2, [&](int64_t i, int slot) {
+    if (slot == 1) {
+      int64_t none = -1;
+      worker_first.compare_exchange_strong(none, i);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    if (i == 0)
+      while (worker_first < 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(5))
+        std::this_thread::yield();
+    while (std::chrono::steady_clock::now() - start < std::chrono::microseconds(20)) {
+    }
+    slot_of[i] = slot;
+  });
+  // Whatever the timing (a caller kept off its CPU may find the worker has taken every task), the
+  // worker starts at the last task, and slot 0's tasks come before slot 1's: the runs meet once.
+  CHECK(worker_first == kTasks - 1);
+  CHECK(slot_of.back() == 1);
+  CHECK(std::is_sorted(slot_of.begin(), slot_of.end()));
 }
 
 TEST_CASE("RunTasks inside a task runs on the calling thread") {

@@ -1,6 +1,7 @@
 // How CPU kernels use threads. paddlec's own loops (GEMM tiles, Winograd and direct convolutions,
 // elementwise and reduction loops) run on RunTasks: the calling thread and a few workers of its own,
-// taking tasks one at a time. oneDNN's primitives run on libgomp, Debian's oneDNN 2.6 being built for
+// taking tasks one at a time, the caller from the front of a job and the workers from its back, so
+// that each thread's tasks are neighbours (runtime/threads.cc, TaskPool). oneDNN's primitives run on libgomp, Debian's oneDNN 2.6 being built for
 // OpenMP and taking no other pool. The executor sets the thread count of both for a plan's run, and
 // the float mode: denormals flushed to zero unless it keeps them.
 //
@@ -12,6 +13,14 @@
 // (ms per step, 2 threads, median of 5 alternating runs, RunTasks against OpenMP teams): MLP
 // training batch 64 2.10 / 2.60, batch 512 12.7 / 15.0, LeNet training batch 64 22.3 / 24.8, MLP
 // inference batch 64 0.63 / 0.91, LeNet inference batch 64 3.23 / 3.68.
+//
+// Why not oneTBB, the other well-kept pool: run in RunTasks' place (oneTBB 2021.8 from Debian, a
+// task_arena per calling thread and parallel_for), the kernels ran within 4 % of RunTasks either
+// way. Medians of 6 rotating runs, ms, RunTasks / oneTBB: LeNet training batch 64 9.69 / 9.65, LeNet
+// inference batch 64 1.59 / 1.61, MLP steps even, the ResNet bench 76.4 / 74.2; beside one busy
+// process, 5 alternating runs against RunTasks before its two-ended claims: MLP training batch 512
+// 12.7 / 12.3, LeNet training 18.6 / 18.5, the rest even. It would add a third set of threads beside libgomp's, with a spin that
+// PADDLEC_SPIN_US does not bound, and Debian's oneDNN cannot run on it.
 //
 // libgomp's own wait: by default 300,000 spins before sleeping (milliseconds), which made paddlec
 // 5-10x slower beside busy processes. libgomp reads it once, from the environment, in its load-time
@@ -112,8 +121,9 @@ struct TaskFn {
 void RunTasks(int64_t tasks, int threads, TaskFn fn);
 
 /// Runs task(i, slot) for every i in [0, tasks) on at most `threads` threads: the calling thread
-/// (slot 0) and workers of a pool kept per calling thread (slots 1..threads-1), each taking the next
-/// task when free, in FTZ/DAZ mode as the caller is. Returns once every task has run. Unlike an
+/// (slot 0) and workers of a pool kept per calling thread (slots 1..threads-1), each taking a task
+/// when free, in FTZ/DAZ mode as the caller is: the caller the lowest index left, a worker the
+/// highest. Returns once every task has run. Unlike an
 /// OpenMP region, whose closing barrier waits for every thread of the team, it waits only for tasks
 /// that have started: a worker another process keeps off its CPU finds nothing left when it wakes
 /// and holds no one up. `slot` indexes per-thread scratch (a thread runs one task at a time). Called
