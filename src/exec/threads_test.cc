@@ -121,6 +121,51 @@ TEST_CASE("On a busy machine a run uses one thread, for large products too") {
   runtime::OverrideMachineBusyForTesting(-1);
 }
 
+TEST_CASE("Busy means other processes' threads and ours exceed the CPUs; our spinning workers are not others") {
+  // 2 CPUs, 2 threads of ours: the caller and two spinning workers (RunTasks' and OpenMP's) make
+  // 3 runnable, all ours.
+  CHECK_FALSE(runtime::BusyVerdict(3, 2, 2, 2));
+  CHECK_FALSE(runtime::BusyVerdict(1, 0, 2, 2));   // the caller alone
+  CHECK(runtime::BusyVerdict(2, 0, 2, 2));         // one other process beside the caller
+  CHECK(runtime::BusyVerdict(4, 1, 2, 2));         // two others beside the caller and a worker
+  CHECK_FALSE(runtime::BusyVerdict(2, 0, 1, 2));   // a one-thread run beside one other process
+  CHECK_FALSE(runtime::BusyVerdict(-1, 0, 2, 2));  // /proc/loadavg unreadable
+}
+
+/// Holds the second of two threads (a worker) spinning while the first counts the running workers:
+/// at least that one (others of earlier tests may still be spinning before they sleep).
+template <class Team>
+int WorkersCountedWhileOneSpins(Team team) {
+  std::atomic<int> started{0}, counted{-1};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  team([&](int slot) {
+    if (slot != 0) {
+      ++started;
+      while (counted < 0 && std::chrono::steady_clock::now() < deadline) {
+      }
+      return;
+    }
+    while (started == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    counted = runtime::PoolWorkersRunning();
+  });
+  return counted;
+}
+
+TEST_CASE("PoolWorkersRunning finds RunTasks' and OpenMP's workers while they run") {
+  const auto pool_team = [](auto body) { runtime::RunTasks(2, 2, [&](int64_t, int slot) { body(slot); }); };
+  CHECK(WorkersCountedWhileOneSpins(pool_team) >= 1);
+  runtime::ScopedMaxThreads caller(1);
+  runtime::OverrideMachineBusyForTesting(0);
+  runtime::KernelThreadState saved = runtime::EnterKernelThreads(2, true);  // names the OpenMP workers
+  const auto omp_team = [](auto body) {
+#pragma omp parallel num_threads(2)
+    body(omp_get_thread_num());
+  };
+  CHECK(WorkersCountedWhileOneSpins(omp_team) >= 1);
+  runtime::LeaveKernelThreads(saved);
+  runtime::OverrideMachineBusyForTesting(-1);
+}
+
 TEST_CASE("Small work runs on the calling thread; large work is split by its cost") {
   runtime::ScopedMaxThreads two(2);
   int calls = 0;

@@ -30,14 +30,18 @@
 // sets it before it loads its module.
 //
 // Busy machines: while more threads want the cores than there are, a run uses one thread for
-// everything (MachineBusy). Beside busy processes two threads get about one CPU between them, little
+// everything (MachineBusy: other processes' runnable threads, from /proc/loadavg less the calling
+// thread and our running workers, plus the run's own threads). Beside one busy process the run's
+// second thread would make three on two cores; one thread is as fast or faster there (ms, 3
+// alternating runs each, one thread / two: MLP training batch 64 1.92 / 2.15, the ResNet bench 144-151
+// / 152-159, the rest even). Beside busy processes two threads get about one CPU between them, little
 // more than one thread alone gets (two thirds of one or all of one, as the scheduler places it), and
-// the second adds waits for whichever thread the scheduler left out. Beside two busy processes (ms
-// per step, 2 threads, median of 5 alternating runs, one thread everywhere against two for products
-// and convolutions of 30 MFLOP and more): LeNet training batch 64 25.5 / 36.5, LeNet inference
-// batch 64 3.39 / 5.46, MLP training batch 64 2.11 / 2.06, batch 512 14.7 / 18.0 (both 13-25 across
-// runs), MLP inference batch 64 0.644 / 0.642; the ResNet bench at batch 64, 3 runs, 204-231 /
-// 171-269: steadier, not faster.
+// the second adds waits for whichever thread the scheduler left out. Beside two busy processes (ms per
+// step, 2 threads, median of 5 alternating runs, one thread everywhere against two for products and
+// convolutions of 30 MFLOP and more): LeNet training batch 64 25.5 / 36.5, LeNet inference batch 64
+// 3.39 / 5.46, MLP training batch 64 2.11 / 2.06, batch 512 14.7 / 18.0 (both 13-25 across runs), MLP
+// inference batch 64 0.644 / 0.642; the ResNet bench at batch 64, 3 runs, 204-231 / 171-269: steadier,
+// not faster.
 #pragma once
 
 #include <cstdint>
@@ -84,9 +88,19 @@ void LeaveKernelThreads(const KernelThreadState& saved);
 /// Whether FTZ and DAZ are both on in the calling thread.
 bool DenormalsFlushed();
 
-/// Whether more threads want this machine's cores than it has (from /proc/loadavg's runnable count,
-/// sampled at most every 50 ms), counting `own_threads` of ours as possibly running.
+/// Whether more threads want this machine's cores than it has, counting `own_threads` of ours (from
+/// /proc/loadavg's runnable count, less this thread and our running workers; sampled at most every
+/// 50 ms).
 bool MachineBusy(int own_threads);
+/// How many of this process's worker threads (RunTasks' and the OpenMP workers EnterKernelThreads
+/// set up, all named "paddlec-worker") are running or waiting for a CPU, the calling thread aside.
+/// An idle worker spins for a while before it sleeps, and two pools' workers may spin at once: they
+/// must not count as other processes.
+int PoolWorkersRunning();
+/// MachineBusy's rule: busy when the threads of other processes among `runnable` (which holds the
+/// caller and `workers_running` of ours) and `own_threads` exceed `cpus`; not busy when `runnable`
+/// is unknown (-1).
+bool BusyVerdict(int runnable, int workers_running, int own_threads, int cpus);
 /// Tests: makes MachineBusy answer `busy` (1 or 0) instead of measuring; -1 measures again.
 void OverrideMachineBusyForTesting(int busy);
 
