@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 #include <omp.h>
+#include <sched.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <xmmintrin.h>
 
 #include <algorithm>
@@ -11,6 +14,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -267,6 +272,63 @@ TEST_CASE("RunTasks inside a task runs on the calling thread") {
   });
   CHECK(inner == 12);
   CHECK(elsewhere == 0);
+}
+
+/// Runs the test case `name` of this binary in a child process with `env` added; returns its exit status.
+int RunCaseInChild(const char* name, std::vector<std::string> env) {
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string filter = std::string("--test-case=") + name;
+  char exe[] = "/proc/self/exe";
+  char* argv[] = {exe, filter.data(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, exe, nullptr, nullptr, argv, envp.data()) != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+constexpr char kBoundCase[] = "Under OMP_PROC_BIND RunTasks' workers run on their OpenMP thread's CPUs";
+
+TEST_CASE(kBoundCase) {
+  if (std::getenv("PADDLEC_TEST_BOUND_CHILD") == nullptr) {
+    cpu_set_t allowed;
+    REQUIRE(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+    if (CPU_COUNT(&allowed) < 2) return;  // one CPU: one place, nothing to tell apart
+    // libgomp reads OMP_PROC_BIND when it loads: only a fresh process has it bound. The child exits
+    // with 42 once every check has held (a filter that matched no case would exit with 0).
+    CHECK(RunCaseInChild(kBoundCase, {"PADDLEC_TEST_BOUND_CHILD=1", "OMP_PROC_BIND=close", "OMP_PLACES=threads",
+                                      "OMP_NUM_THREADS=2"}) == 42);
+    return;
+  }
+  cpu_set_t caller, omp_worker, pool_worker;
+  CPU_ZERO(&omp_worker);
+  CPU_ZERO(&pool_worker);
+  REQUIRE(sched_getaffinity(0, sizeof(caller), &caller) == 0);
+  REQUIRE(CPU_COUNT(&caller) == 1);  // libgomp bound this thread to the first place
+  runtime::OverrideMachineBusyForTesting(0);
+  runtime::KernelThreadState saved = runtime::EnterKernelThreads(2, true);
+#pragma omp parallel num_threads(2)
+  if (omp_get_thread_num() == 1) sched_getaffinity(0, sizeof(omp_worker), &omp_worker);
+  std::atomic<int> started{0};
+  runtime::RunTasks(2, 2, [&](int64_t, int slot) {
+    ++started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (slot == 1) sched_getaffinity(0, sizeof(pool_worker), &pool_worker);
+  });
+  runtime::LeaveKernelThreads(saved);
+  runtime::OverrideMachineBusyForTesting(-1);
+  REQUIRE(CPU_EQUAL(&pool_worker, &omp_worker));
+  REQUIRE_FALSE(CPU_EQUAL(&pool_worker, &caller));
+  // Before an exec (ReexecWithBoundedSpin), the caller gets every place's CPUs back.
+  REQUIRE(runtime::UnbindForExec());
+  cpu_set_t after;
+  REQUIRE(sched_getaffinity(0, sizeof(after), &after) == 0);
+  REQUIRE(CPU_COUNT(&after) == omp_get_num_places());
+  std::_Exit(42);
 }
 
 }  // namespace

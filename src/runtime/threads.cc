@@ -42,6 +42,10 @@ constexpr char kWorkerName[] = "paddlec-worker";
 
 void NameThisWorker() { pthread_setname_np(pthread_self(), kWorkerName); }
 
+/// Under OpenMP binding (OMP_PROC_BIND), the CPUs of each thread of the calling thread's OpenMP team,
+/// by thread number, as EnterKernelThreads found them; empty when threads are not bound.
+thread_local std::vector<cpu_set_t> t_team_cpus;
+
 /// Runnable tasks on the machine now, ourselves included; -1 when unknown.
 int RunnableTasks() {
   std::FILE* f = std::fopen("/proc/loadavg", "r");
@@ -89,8 +93,25 @@ bool SetBoundedSpinEnv() {
   return setenv("GOMP_SPINCOUNT", text, 0) == 0;
 }
 
+bool UnbindForExec() {
+  if (omp_get_proc_bind() == omp_proc_bind_false || omp_get_num_places() <= 0) return false;
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  std::vector<int> ids;
+  for (int place = 0; place < omp_get_num_places(); ++place) {
+    ids.resize(static_cast<size_t>(omp_get_place_num_procs(place)));
+    omp_get_place_proc_ids(place, ids.data());
+    for (int cpu : ids)
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &all);
+  }
+  return CPU_COUNT(&all) > 0 && sched_setaffinity(0, sizeof(all), &all) == 0;
+}
+
 void ReexecWithBoundedSpin(char** argv) {
   if (!SetBoundedSpinEnv()) return;
+  // Under OMP_PROC_BIND libgomp's constructor has bound this thread to the first place, and the
+  // binding would outlive exec: the new libgomp would see one CPU and put every thread on it.
+  UnbindForExec();
   ::execv("/proc/self/exe", argv);
   // Still here: run on with libgomp's own policy.
 }
@@ -167,10 +188,15 @@ KernelThreadState EnterKernelThreads(int threads, bool flush_denormals) {
   const uint32_t mxcsr = flush_denormals ? (saved.mxcsr | kFtzDaz) : (saved.mxcsr & ~kFtzDaz);
   if (mxcsr != saved.mxcsr) _mm_setcsr(mxcsr);
   if (threads > 1 && (workers.flush != flush_denormals || workers.count < threads)) {
+    // Recorded for RunTasks' workers, which then run where the OpenMP threads of their number do.
+    const bool bound = omp_get_proc_bind() != omp_proc_bind_false;
+    if (bound) t_team_cpus.resize(static_cast<size_t>(threads));
+    cpu_set_t* team_cpus = t_team_cpus.data();  // the caller's: t_team_cpus is thread_local
 #pragma omp parallel num_threads(threads)
     {
       _mm_setcsr(flush_denormals ? (_mm_getcsr() | kFtzDaz) : (_mm_getcsr() & ~kFtzDaz));
       if (omp_get_thread_num() != 0) NameThisWorker();
+      if (bound) sched_getaffinity(0, sizeof(cpu_set_t), &team_cpus[omp_get_thread_num()]);
     }
     workers = {threads, flush_denormals};
   }
@@ -318,11 +344,20 @@ class TaskPool {
     }
   }
 
+  /// Under OMP_PROC_BIND a new worker runs on the CPUs of the OpenMP thread of its number
+  /// (t_team_cpus): created here, it would inherit the caller's binding and share its one CPU.
   void Grow(int wanted) {
     while (static_cast<int>(workers_.size()) < wanted) {
-      auto* arg = new std::pair<TaskPool*, int>(this, static_cast<int>(workers_.size()) + 1);
+      const int slot = static_cast<int>(workers_.size()) + 1;
+      auto* arg = new std::pair<TaskPool*, int>(this, slot);
+      pthread_attr_t attr;
+      pthread_attr_init(&attr);
+      if (slot < static_cast<int>(t_team_cpus.size()))
+        pthread_attr_setaffinity_np(&attr, sizeof(cpu_set_t), &t_team_cpus[static_cast<size_t>(slot)]);
       pthread_t t;
-      if (pthread_create(&t, nullptr, &TaskPool::WorkerMain, arg) != 0) {
+      const int failed = pthread_create(&t, &attr, &TaskPool::WorkerMain, arg);
+      pthread_attr_destroy(&attr);
+      if (failed != 0) {
         delete arg;  // no more workers: the caller runs what they would have
         return;
       }

@@ -70,6 +70,9 @@ bool SetBoundedSpinEnv();
 /// itself (same arguments) whose libgomp starts with it; returns when nothing needed doing or the
 /// exec failed.
 void ReexecWithBoundedSpin(char** argv);
+/// Under OpenMP binding (OMP_PROC_BIND), widens the calling thread's CPUs back to every place's, as
+/// they were before libgomp bound it; returns whether it did. ReexecWithBoundedSpin calls it first.
+bool UnbindForExec();
 
 /// The calling thread's kernel-thread settings, saved by EnterKernelThreads and restored by
 /// LeaveKernelThreads.
