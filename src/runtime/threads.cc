@@ -170,8 +170,15 @@ bool MachineBusy(int own_threads) {
     // Our idle workers spin before they sleep, RunTasks' and libgomp's at once after a oneDNN
     // primitive: counted as other processes, they made MLP training on a quiet machine look busy in
     // 16-19 of 40 samples (paddlec_bench train, batch 64 and 512), and one thread ran those 50 ms.
-    const int workers = PoolWorkersRunning();
-    busy.store(BusyVerdict(RunnableTasks(), workers, own_threads, cpus), std::memory_order_relaxed);
+    // The scan of our threads is needed only where the runnable count alone says busy. The count is
+    // then read again after it: read before, it still held workers whose spin ended during the scan,
+    // and MLP training looked busy in 16-19 of 40 samples again.
+    bool now_busy = BusyVerdict(RunnableTasks(), 0, own_threads, cpus);
+    if (now_busy) {
+      const int workers = PoolWorkersRunning();
+      now_busy = BusyVerdict(RunnableTasks(), workers, own_threads, cpus);
+    }
+    busy.store(now_busy, std::memory_order_relaxed);
   }
   return busy.load(std::memory_order_relaxed);
 }
@@ -352,7 +359,8 @@ class TaskPool {
       auto* arg = new std::pair<TaskPool*, int>(this, slot);
       pthread_attr_t attr;
       pthread_attr_init(&attr);
-      if (slot < static_cast<int>(t_team_cpus.size()))
+      // An entry stays empty where libgomp gave the team fewer threads than asked.
+      if (slot < static_cast<int>(t_team_cpus.size()) && CPU_COUNT(&t_team_cpus[static_cast<size_t>(slot)]) > 0)
         pthread_attr_setaffinity_np(&attr, sizeof(cpu_set_t), &t_team_cpus[static_cast<size_t>(slot)]);
       pthread_t t;
       const int failed = pthread_create(&t, &attr, &TaskPool::WorkerMain, arg);
