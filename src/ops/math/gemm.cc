@@ -1,6 +1,6 @@
-// Batched matrix products: float32 on TiledGemm (AVX2 register tiles) for 2-D products of at least
-// 6 x 16 (where oneDNN runs AVX-512, only those whose B stays packed) and oneDNN's matmul otherwise,
-// float64 on Eigen.
+// Batched matrix products: float32 on TiledGemm (common/microkernel.h's register tiles) for 2-D
+// products of at least 6 x 16 (where oneDNN runs AVX-512, only those whose B stays packed) and
+// oneDNN's matmul otherwise, float64 on Eigen.
 #include "math/gemm.h"
 
 #include <Eigen/Core>
@@ -125,6 +125,14 @@ constexpr int64_t kTiledMaxRows = 128;
 /// 0.35-0.39 in passes of 256 rows, 0.35-0.41 with each panel copied from B at every call.
 constexpr int64_t kPackedKBlock = 1024;
 
+/// The same depth where the tiles run on AVX-512 (MicroTilePairRows, common/microkernel.h): there a
+/// pair of panels' 256 rows (32 KB) stays in L1 while every row tile of the task passes over it, and
+/// the 6 x 32 tile, twice as fast as AVX2's, would wait on L2 for the whole depth. Sapphire Rapids, 64
+/// x 784 x 512 and 64 x 512 x 256 with B packed, us, 2 threads (1 thread): whole depth with row
+/// tiles outer 166 and 60 (324, 106), 256 rows with panel pairs outer 155-159 and 49-56 (279-308,
+/// 87-100); oneDNN 2.6's matmul 183-191 and 55-59 (316, 91-97).
+constexpr int64_t kPackedKBlock512 = 256;
+
 /// Largest B (or transposed A) packed, in floats (16 MB): a copy kept between calls doubles the
 /// weights' memory, and an operand this large is read at memory speed anyway.
 constexpr int64_t kMaxPackedB = int64_t{4} << 20;
@@ -232,7 +240,8 @@ void PackTransposedTiles(const GemmShape& s, const float* a, int64_t t0, int64_t
     }
 }
 
-/// C [M, N] = epilogue(A [M, K] * B [K, N]) in 6 x 16 register tiles (common/microkernel.h), A read
+/// C [M, N] = epilogue(A [M, K] * B [K, N]) in 6 x 16 register tiles (common/microkernel.h; from
+/// packed B, two panels at once as 6 x 32 where the tiles run on AVX-512), A read
 /// in place or, transposed, copied into row tiles in `packed_a` (PackTransposedTiles), the last row
 /// tile holding M's remainder rows. B is either `b` itself, copied kKBlock x 16 at a time, or
 /// `packed` (PackRows): given packed, or packed here first when `pack` is set (`packed` then is the
@@ -251,7 +260,8 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
                float* packed_a, const float* bias, float* c, int threads) {
   const int64_t m = s.m, k = s.k, n = s.n;
   const int64_t row_tiles = (m + kTileRows - 1) / kTileRows, panels = Panels(n);
-  const int64_t k_block = packed ? kPackedKBlock : kKBlock;
+  const bool wide = packed != nullptr && TilesUseAvx512();
+  const int64_t k_block = !packed ? kKBlock : wide ? kPackedKBlock512 : kPackedKBlock;
   // A transposed against packed B: each task copies its own block of A into row tiles and runs it
   // against every panel.
   const bool task_packs_a = s.trans_a && packed != nullptr;
@@ -304,6 +314,24 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
     for (int64_t r = 0; r < rows; ++r)
       std::copy_n(edge + r * kTileCols + cols_skip, cols_new, c + (i0 + r) * n + j_new);
   };
+  // Panels p and p + 1 of packed B as one 6 x 32 tile (MicroTilePairRows): both whole, p + 1 not
+  // the last panel overlapping the one before.
+  auto pairs_with_next = [&](int64_t p, int64_t p_end) {
+    return p + 1 < p_end && PanelStart(p + 1, n) == (p + 1) * kTileCols;
+  };
+  auto pair_tile = [&](int64_t t, int64_t p, int64_t k0, int64_t depth) {
+    const int64_t i0 = t * kTileRows, j0 = p * kTileCols;
+    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - i0));
+    const float* lo = packed + (p * k + k0) * kTileCols;
+    const float* hi = lo + k * kTileCols;
+    const bool acc = k0 > 0;
+    const TileEpilogue te = k0 + depth == k ? TileEpilogue{e.bias ? bias + j0 : nullptr, e.relu} : TileEpilogue{};
+    if (s.trans_a)
+      MicroTilePairRows<true>(rows, depth, packed_a + (t * k + k0) * kTileRows, kTileRows, lo, hi, kTileCols,
+                              c + i0 * n + j0, n, te, acc);
+    else
+      MicroTilePairRows(rows, depth, a + i0 * k + k0, k, lo, hi, kTileCols, c + i0 * n + j0, n, te, acc);
+  };
   auto task = [&](int64_t id) {
     const int64_t rb = id / groups, p_begin = id % groups * group, p_end = std::min(panels, p_begin + group);
     const int64_t t_begin = rb * block_tiles, t_end = std::min(row_tiles, t_begin + block_tiles);
@@ -314,9 +342,15 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
       PackTransposedTiles(s, a, t_begin, t_end, packed_a);
       for (int64_t k0 = 0; k0 < k; k0 += k_block) {
         const int64_t depth = std::min(k_block, k - k0);
-        for (int64_t p = p_begin; p < p_end; ++p)
+        for (int64_t p = p_begin; p < p_end;) {
+          const bool pair = pairs_with_next(p, p_end);
           for (int64_t t = t_begin; t < t_end; ++t)
-            panel_tile(t, p, k0, depth, packed + (p * k + k0) * kTileCols, edge);
+            if (pair)
+              pair_tile(t, p, k0, depth);
+            else
+              panel_tile(t, p, k0, depth, packed + (p * k + k0) * kTileCols, edge);
+          p += pair ? 2 : 1;
+        }
       }
       return;
     }
@@ -326,6 +360,18 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
       if (!packed) {  // one panel per task
         const int64_t j0 = PanelStart(p_begin, n);
         for (int64_t q = 0; q < depth; ++q) CopyPanelRow(b + (k0 + q) * n + j0, copied + q * kTileCols);
+      }
+      if (wide) {  // each pair of panels' block, in L1, meets every row tile
+        for (int64_t p = p_begin; p < p_end;) {
+          const bool pair = pairs_with_next(p, p_end);
+          for (int64_t t = t_begin; t < t_end; ++t)
+            if (pair)
+              pair_tile(t, p, k0, depth);
+            else
+              panel_tile(t, p, k0, depth, packed + (p * k + k0) * kTileCols, edge);
+          p += pair ? 2 : 1;
+        }
+        continue;
       }
       for (int64_t t = t_begin; t < t_end; ++t)
         for (int64_t p = p_begin; p < p_end; ++p)

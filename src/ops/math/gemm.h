@@ -41,7 +41,7 @@ struct GemmEpilogue {
   friend bool operator==(const GemmEpilogue&, const GemmEpilogue&) = default;
 };
 
-/// Which float products paddlec's tiled GEMM (math/gemm.cc, AVX2 register tiles) takes from
+/// Which float products paddlec's tiled GEMM (math/gemm.cc, common/microkernel.h's tiles) takes from
 /// oneDNN's matmul. kAuto, the default, follows the measurements there: where oneDNN runs AVX-512
 /// kernels only products whose B stays packed between calls (an inference's weights), elsewhere
 /// every product the tiles fit. kAlways runs the tiles wherever they fit, on any CPU (the tests

@@ -293,8 +293,13 @@ class ConvKernel final : public OpKernel {
     PC_RETURN_IF_ERROR(CheckLayout<T>(g, attrs_));
     if constexpr (std::is_same_v<T, float>) {
       const nn::ActivationLayout in_layout = Layout(attrs_.blocked_input), out_layout = Layout(attrs_.blocked_output);
-      if (!filter_.Same({&ctx.In(kFilter)})) wino_ready_ = small_ready_ = false;
-      if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout)) {
+      if (!filter_.Same({&ctx.In(kFilter)})) {
+        filter_changes_ = called_;
+        wino_ready_ = small_ready_ = false;
+      }
+      called_ = true;
+      if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) &&
+          (!filter_changes_ || nn::WinogradTrainingPaysOff())) {
         if (!wino_ready_) {
           // A filter that changes between calls (training) is transformed at every call.
           wino_.SetFilter(g, f, 0, /*per_call=*/wino_transforms_++ > 0);
@@ -327,6 +332,9 @@ class ConvKernel final : public OpKernel {
   ParamSnapshot<T> filter_;
   bool wino_ready_ = false, small_ready_ = false;
   int64_t wino_transforms_ = 0;  // filter transforms so far (a second one means the filter changes)
+  // Whether an earlier call ran, and whether the filter has changed since (a training step's: on
+  // oneDNN from then on where nn::WinogradTrainingPaysOff says so).
+  bool called_ = false, filter_changes_ = false;
 };
 
 template <class T>
@@ -593,8 +601,13 @@ class FusedConvKernel final : public OpKernel {
     if constexpr (std::is_same_v<T, float>) {
       const nn::ActivationLayout in_layout = Layout(attrs_.blocked_input), out_layout = Layout(attrs_.blocked_output);
       const nn::WinogradEpilogue epilogue{.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr};
-      if (!unchanged) wino_ready_ = small_ready_ = false;
-      if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) && (!pool || nn::WinogradPoolFits(g, *pool))) {
+      if (!unchanged) {
+        params_change_ = called_;
+        wino_ready_ = small_ready_ = false;
+      }
+      called_ = true;
+      if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) && (!pool || nn::WinogradPoolFits(g, *pool)) &&
+          (!params_change_ || nn::WinogradTrainingPaysOff())) {
         if (!wino_ready_) wino_.SetFilter(g, filter, 0, /*per_call=*/wino_transforms_++ > 0);
         wino_ready_ = true;
         wino_.Forward(g, x, in_layout, y, out_layout, epilogue, nn::ConvThreads(g));
@@ -642,6 +655,8 @@ class FusedConvKernel final : public OpKernel {
   // both, even when this call runs on oneDNN, so that a later call on them transforms it again.
   bool wino_ready_ = false, small_ready_ = false;
   int64_t wino_transforms_ = 0;  // filter transforms so far (a second one means the filter changes)
+  // As ConvKernel's: whether an earlier call ran, and whether the parameters have changed since.
+  bool called_ = false, params_change_ = false;
 };
 
 }  // namespace

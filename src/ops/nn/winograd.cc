@@ -120,8 +120,11 @@ int64_t GradientBlockTiles(const ConvGeometry& g, int64_t points) {
 
 }  // namespace
 
+bool WinogradTrainingPaysOff() { return !Avx512DoublesFma(); }
+
 bool WinogradFilterGradientPaysOff(const ConvGeometry& g) {
-  return WinogradBackwardPaysOff(g) && GradientBlockTiles(g, 16) >= kWinogradMinGradientBlockTiles;
+  return WinogradBackwardPaysOff(g) && WinogradTrainingPaysOff() &&
+         GradientBlockTiles(g, 16) >= kWinogradMinGradientBlockTiles;
 }
 
 bool WinogradPoolFits(const ConvGeometry& g, const ConvPool& p) {
@@ -498,10 +501,19 @@ void WinogradConv::RunTiles(const Shape& s, const float* x, ActivationLayout xl,
     }
     // The GEMMs, one per point: M[xi] (rows x KP) = V[xi] (rows x C8) * U[xi] (C8 x KP).
     for (int64_t xi = 0; xi < kPoints; ++xi)
-      for (int64_t kp = 0; kp < KP / kCols; ++kp) {
+      for (int64_t kp = 0; kp < KP / kCols;) {
+        // Two panels of U at once where there are two: one 6 x 32 tile on AVX-512.
         const float* u = u_.data() + (xi * (KP / kCols) + kp) * C8 * kCols;
-        for (int64_t r0 = 0; r0 < nt; r0 += kRows)
-          MicroTile(C8, V + (xi * rows + r0) * C8, C8, u, kCols, M + (xi * rows + r0) * KP + kp * kCols, KP);
+        const bool pair = kp + 1 < KP / kCols;
+        for (int64_t r0 = 0; r0 < nt; r0 += kRows) {
+          const float* v = V + (xi * rows + r0) * C8;
+          float* out = M + (xi * rows + r0) * KP + kp * kCols;
+          if (pair)
+            MicroTilePairRows(kRows, C8, v, C8, u, u + C8 * kCols, kCols, out, KP);
+          else
+            MicroTile(C8, v, C8, u, kCols, out, KP);
+        }
+        kp += pair ? 2 : 1;
       }
     alignas(32) float lanes[kLanes];
     const LaneView out{K, yh, yw, yl.block};
@@ -614,9 +626,15 @@ void BackwardWeightsTiles(const ConvGeometry& g, const float* x, ActivationLayou
     }
     for (int64_t xi = 0; xi < kPoints; ++xi)
       for (int64_t c0 = 0; c0 < CR; c0 += kRows)
-        for (int64_t kp = 0; kp < KP; kp += kCols)
-          MicroTile(nt, VT + (xi * CR + c0) * per_block, per_block, DY + xi * per_block * KP + kp, KP,
-                    acc + (xi * CR + c0) * KP + kp, KP, {}, /*accumulate=*/true);
+        for (int64_t kp = 0; kp < KP; kp += 2 * kCols) {
+          const float* dy_kp = DY + xi * per_block * KP + kp;
+          float* out = acc + (xi * CR + c0) * KP + kp;
+          if (kp + kCols < KP)
+            MicroTilePairRows(kRows, nt, VT + (xi * CR + c0) * per_block, per_block, dy_kp, dy_kp + kCols, KP, out, KP,
+                              {}, /*accumulate=*/true);
+          else
+            MicroTile(nt, VT + (xi * CR + c0) * per_block, per_block, dy_kp, KP, out, KP, {}, /*accumulate=*/true);
+        }
   };
   if (team <= 1) {
     Scratch sc;

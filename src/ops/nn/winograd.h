@@ -58,6 +58,15 @@ bool WinogradBackwardPaysOff(const ConvGeometry& g);
 /// 3.57 at batch 2, 8.38 against 7.19 at batch 4; 4x4 tiles, 128->128 28x28 (7 tiles a block):
 /// 2.63 against 1.71 in 2x2 tiles; 64->64 8x8 (14 tiles a block): 1.26 against 2.02.
 inline constexpr int64_t kWinogradMinGradientBlockTiles = 12;
+/// Whether Winograd pays off with a filter that changes at every call (training's forward pass and
+/// filter gradient): not where AVX-512 doubles the FMA rate (common/microkernel.h's
+/// Avx512DoublesFma). oneDNN's direct kernels run at that rate there, while the transforms here
+/// stay on AVX2 and the filter's is redone at every call. Sapphire Rapids, 2 threads, ms, medians
+/// of 5 alternating runs, Winograd / oneDNN for each part alone: LeNet training batch 64 forward 10.2
+/// / 9.65, filter gradient 9.79 / 9.19, backward data even (10.3 / 10.3); all three 10.0 / 8.5, and
+/// the ResNet bench 84.7 / 74.6 (3 runs). Inference, its filter transformed once, stays faster on
+/// Winograd there: LeNet batch 64 1.52 / 1.93.
+bool WinogradTrainingPaysOff();
 /// WinogradBackwardPaysOff, and blocks of kWinogradMinGradientBlockTiles 2x2 tiles for the filter
 /// gradient.
 bool WinogradFilterGradientPaysOff(const ConvGeometry& g);

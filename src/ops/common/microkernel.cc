@@ -1,0 +1,73 @@
+// The FMA-width probe behind common/microkernel.h's TilesUseAvx512.
+#include "common/microkernel.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <algorithm>
+#include <chrono>
+
+namespace paddlec::ops {
+namespace {
+
+/// Independent accumulator chains: enough to keep two FMA units busy through a 4-cycle latency.
+constexpr int kChains = 12;
+/// Multiply-adds per chain per timing: about 10-20 us of one core.
+constexpr int kSteps = 4096;
+
+template <class F>
+double BestNanos(F&& f) {
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+// The chains' results go to a volatile sink, so the loops are not optimised away.
+volatile float g_sink;
+
+__attribute__((noinline)) void Chains256() {
+  __m256 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_ps(static_cast<float>(c));
+  const __m256 m = _mm256_set1_ps(0.999f), a = _mm256_set1_ps(1e-3f);
+  for (int i = 0; i < kSteps; ++i)
+#pragma GCC unroll 12  // kChains: the accumulators must live in registers
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], m, a);
+  for (int c = 1; c < kChains; ++c) acc[0] = _mm256_add_ps(acc[0], acc[c]);
+  g_sink = _mm256_cvtss_f32(acc[0]);
+}
+
+__attribute__((noinline, target("avx512f"))) void Chains512() {
+  __m512 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+  const __m512 m = _mm512_set1_ps(0.999f), a = _mm512_set1_ps(1e-3f);
+  for (int i = 0; i < kSteps; ++i)
+#pragma GCC unroll 12
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], m, a);
+  for (int c = 1; c < kChains; ++c) acc[0] = _mm512_add_ps(acc[0], acc[c]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, acc[0]);
+  g_sink = lanes[0];
+}
+
+}  // namespace
+
+bool Avx512DoublesFma() {
+  static const bool doubles = [] {
+    if (!HasAvx512()) return false;
+    // Alternating, best of six each (about 0.2 ms in all), so that a burst of another process's load or a frequency
+    // change hits both. One 512-bit FMA unit, or two 256-bit halves, take twice as long for the
+    // 16-lane chains; two units take as long as for the 8-lane ones.
+    double narrow = 1e30, wide = 1e30;
+    for (int round = 0; round < 2; ++round) {
+      narrow = std::min(narrow, BestNanos(Chains256));
+      wide = std::min(wide, BestNanos(Chains512));
+    }
+    return wide < 1.5 * narrow;
+  }();
+  return doubles;
+}
+
+}  // namespace paddlec::ops
+#endif
