@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/microkernel.h"
 #include "paddlec/runtime/threads.h"
 
 namespace paddlec::ops::nn {
@@ -31,6 +32,14 @@ void SmallChannelConv::SetFilter(const ConvGeometry& g, const float* w) {
   w_.assign(out_padded_ * taps, 0.0f);
   for (int64_t o = 0; o < g.o; ++o)
     for (int64_t t = 0; t < taps; ++t) w_[((o / 8) * taps + t) * 8 + o % 8] = w[o * taps + t];
+  w16_.clear();
+#if defined(__AVX2__) && defined(__FMA__)
+  if (!TilesUseAvx512()) return;
+  // Pairs of 8-channel groups as 16 lanes: [out_padded / 16][c][kh][kw][16].
+  w16_.assign(out_padded_ / 16 * taps * 16, 0.0f);
+  for (int64_t o = 0; o < out_padded_ / 16 * 16 && o < g.o; ++o)
+    for (int64_t t = 0; t < taps; ++t) w16_[((o / 16) * taps + t) * 16 + o % 16] = w[o * taps + t];
+#endif
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -68,13 +77,62 @@ using EightPixelsFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t,
 constexpr EightPixelsFn kEightPixels[] = {nullptr,        EightPixels<1>, EightPixels<2>, EightPixels<3>,
                                           EightPixels<4>, EightPixels<5>, EightPixels<6>, EightPixels<7>};
 
+/// EightPixels for two groups of 8 output channels at once, in 16-lane registers, where AVX-512
+/// doubles the FMA rate (common/microkernel.h's TilesUseAvx512): `w` is SetFilter's 16-lane packing,
+/// and each pixel's lower 8 channels go to `lo`, the upper 8 to `hi`, as EightPixels writes a group.
+template <int KW>
+__attribute__((target("avx512f"))) void SixteenChannels(const float* x, int64_t c_stride, int64_t row_stride,
+                                                        int64_t channels, int64_t kh, const float* w,
+                                                        const float* bias16, bool relu, float* lo, float* hi) {
+  const __m512 bias = _mm512_loadu_ps(bias16);
+  __m512 a0 = bias, a1 = bias, a2 = bias, a3 = bias, a4 = bias, a5 = bias, a6 = bias, a7 = bias;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < kh; ++i) {
+      const float* xr = x + c * c_stride + i * row_stride;
+      const float* wr = w + (c * kh + i) * KW * 16;
+#pragma GCC unroll 7
+      for (int j = 0; j < KW; ++j) {
+        const __m512 wj = _mm512_loadu_ps(wr + 16 * j);
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(xr[j]), wj, a0);
+        a1 = _mm512_fmadd_ps(_mm512_set1_ps(xr[j + 1]), wj, a1);
+        a2 = _mm512_fmadd_ps(_mm512_set1_ps(xr[j + 2]), wj, a2);
+        a3 = _mm512_fmadd_ps(_mm512_set1_ps(xr[j + 3]), wj, a3);
+        a4 = _mm512_fmadd_ps(_mm512_set1_ps(xr[j + 4]), wj, a4);
+        a5 = _mm512_fmadd_ps(_mm512_set1_ps(xr[j + 5]), wj, a5);
+        a6 = _mm512_fmadd_ps(_mm512_set1_ps(xr[j + 6]), wj, a6);
+        a7 = _mm512_fmadd_ps(_mm512_set1_ps(xr[j + 7]), wj, a7);
+      }
+    }
+  const __m512 acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+  for (int q = 0; q < 8; ++q) {
+    // The all-lanes masked forms: GCC 12's _mm512_max_ps, _mm512_castps512_ps256 and
+    // _mm512_extractf64x4_pd warn of their own undefined operands.
+    const __m512d v = _mm512_castps_pd(
+        relu ? _mm512_maskz_max_ps(static_cast<__mmask16>(0xFFFF), acc[q], _mm512_setzero_ps()) : acc[q]);
+    constexpr __mmask8 kAll = 0xFF;
+    _mm256_storeu_ps(lo + 8 * q, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(kAll, v, 0)));
+    _mm256_storeu_ps(hi + 8 * q, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(kAll, v, 1)));
+  }
+}
+
+using SixteenChannelsFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, const float*, const float*, bool,
+                                   float*, float*);
+constexpr SixteenChannelsFn kSixteenChannels[] = {nullptr,
+                                                  SixteenChannels<1>,
+                                                  SixteenChannels<2>,
+                                                  SixteenChannels<3>,
+                                                  SixteenChannels<4>,
+                                                  SixteenChannels<5>,
+                                                  SixteenChannels<6>,
+                                                  SixteenChannels<7>};
+
 }  // namespace
 
 void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, ActivationLayout yl,
                                const WinogradEpilogue& e, int threads) const {
   const int64_t C = g.c, H = g.w.in[0], W = g.w.in[1], KH = g.w.kernel[0], KW = g.w.kernel[1];
   const int64_t OH = g.w.out[0], OW = g.w.out[1], pt = g.w.pad_before(0), pl = g.w.pad_before(1);
-  const int64_t K = g.o, groups = out_padded_ / 8, taps = C * KH * KW, items = g.n * groups;
+  const int64_t K = g.o, groups = out_padded_ / 8, taps = C * KH * KW;
   const bool pooled = e.pool != nullptr, pool_max = pooled && e.pool->max;
   const int64_t YH = pooled ? OH / 2 : OH, YW = pooled ? OW / 2 : OW;
   // Each item copies its image into a zero-padded buffer first, so that every window lies inside
@@ -85,13 +143,15 @@ void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, 
   struct Buffers {
     std::vector<float> image, rows;
   };
+  // An item is one image's 8 output channels or, on 16-lane registers, two such groups.
+  const int64_t per_item = w16_.empty() ? 1 : 2, items_per_image = (groups + per_item - 1) / per_item;
+  const int64_t items = g.n * items_per_image;
   auto run_item = [&](int64_t item, Buffers& buf) {
-    const int64_t n = item / groups, kg = item % groups, k0 = kg * 8;
-    const float* wv = w_.data() + kg * taps * 8;
-    float bias_lanes[8] = {};
+    const int64_t n = item / items_per_image, first = item % items_per_image * per_item;
+    const int64_t count = std::min(per_item, groups - first);  // groups of 8 channels
+    float bias_lanes[16] = {};
     if (e.bias != nullptr)
-      for (int64_t l = 0; l < 8 && k0 + l < K; ++l) bias_lanes[l] = e.bias[k0 + l];
-    const __m256 bias = _mm256_loadu_ps(bias_lanes);
+      for (int64_t l = 0; l < 8 * count && first * 8 + l < K; ++l) bias_lanes[l] = e.bias[first * 8 + l];
     buf.image.assign(C * PH * PW, 0.0f);
     for (int64_t c = 0; c < C; ++c)
       for (int64_t r = 0; r < PH; ++r) {
@@ -101,43 +161,63 @@ void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, 
         if (c1 > c0)
           std::copy_n(x + ((n * C + c) * H + h) * W + c0 - pl, c1 - c0, buf.image.data() + (c * PH + r) * PW + c0);
       }
-    buf.rows.resize(2 * OW8 * 8);
-    auto conv_row = [&](int64_t oh, float* out) {
+    // Group j's rows: two output rows of 8 channels per pixel, at rows(j) and rows(j) + 8 * OW8.
+    buf.rows.resize(count * 2 * OW8 * 8);
+    auto rows = [&](int64_t j) { return buf.rows.data() + j * 2 * OW8 * 8; };
+    auto conv_row = [&](int64_t oh, int64_t slot) {
+      const float* in = buf.image.data() + oh * PW;
+      if (count == 2) {
+        const float* wv = w16_.data() + first / 2 * taps * 16;
+        for (int64_t ow = 0; ow < OW8; ow += 8)
+          kSixteenChannels[KW](in + ow, PH * PW, PW, C, KH, wv, bias_lanes, e.relu, rows(0) + slot * 8 * OW8 + 8 * ow,
+                               rows(1) + slot * 8 * OW8 + 8 * ow);
+        return;
+      }
+      const float* wv = w_.data() + first * taps * 8;
+      const __m256 bias = _mm256_loadu_ps(bias_lanes);
       for (int64_t ow = 0; ow < OW8; ow += 8)
-        eight(buf.image.data() + oh * PW + ow, PH * PW, PW, C, KH, wv, bias, e.relu, out + 8 * ow);
+        eight(in + ow, PH * PW, PW, C, KH, wv, bias, e.relu, rows(0) + slot * 8 * OW8 + 8 * ow);
     };
-    // Where output pixel (h, w)'s 8 channels go: contiguous in a blocked layout, a plane apart in NCHW.
+    // Where output pixel (h, w)'s 8 channels of group j go: contiguous in a blocked layout, a plane
+    // apart in NCHW.
     const int64_t b = yl.block;
-    float* base = b != 0 ? y + ((n * (K / b) + k0 / b) * YH * YW) * b + k0 % b : y + (n * K + k0) * YH * YW;
-    const int64_t lanes = std::min<int64_t>(8, K - k0);
+    float* base[2];
+    int64_t lanes[2];
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t k0 = (first + j) * 8;
+      base[j] = b != 0 ? y + ((n * (K / b) + k0 / b) * YH * YW) * b + k0 % b : y + (n * K + k0) * YH * YW;
+      lanes[j] = std::min<int64_t>(8, K - k0);
+    }
     alignas(32) float tmp[8];
-    auto store = [&](int64_t h, int64_t w, __m256 v) {
+    auto store = [&](int64_t j, int64_t h, int64_t w, __m256 v) {
       if (b != 0) {
-        _mm256_storeu_ps(base + (h * YW + w) * b, v);
+        _mm256_storeu_ps(base[j] + (h * YW + w) * b, v);
         return;
       }
       _mm256_store_ps(tmp, v);
-      for (int64_t l = 0; l < lanes; ++l) base[l * YH * YW + h * YW + w] = tmp[l];
+      for (int64_t l = 0; l < lanes[j]; ++l) base[j][l * YH * YW + h * YW + w] = tmp[l];
     };
     if (!pooled) {
       for (int64_t oh = 0; oh < OH; ++oh) {
-        conv_row(oh, buf.rows.data());
-        for (int64_t ow = 0; ow < OW; ++ow) store(oh, ow, _mm256_loadu_ps(buf.rows.data() + 8 * ow));
+        conv_row(oh, 0);
+        for (int64_t j = 0; j < count; ++j)
+          for (int64_t ow = 0; ow < OW; ++ow) store(j, oh, ow, _mm256_loadu_ps(rows(j) + 8 * ow));
       }
       return;
     }
     const __m256 quarter = _mm256_set1_ps(0.25f);
     for (int64_t ph = 0; ph < YH; ++ph) {
-      conv_row(2 * ph, buf.rows.data());
-      conv_row(2 * ph + 1, buf.rows.data() + 8 * OW8);
-      for (int64_t pw = 0; pw < YW; ++pw) {
-        const float* r = buf.rows.data() + 16 * pw;
-        const __m256 p = _mm256_loadu_ps(r), q = _mm256_loadu_ps(r + 8);
-        const __m256 u = _mm256_loadu_ps(r + 8 * OW8), v = _mm256_loadu_ps(r + 8 * OW8 + 8);
-        store(ph, pw,
-              pool_max ? _mm256_max_ps(_mm256_max_ps(p, q), _mm256_max_ps(u, v))
-                       : _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(p, q), _mm256_add_ps(u, v)), quarter));
-      }
+      conv_row(2 * ph, 0);
+      conv_row(2 * ph + 1, 1);
+      for (int64_t j = 0; j < count; ++j)
+        for (int64_t pw = 0; pw < YW; ++pw) {
+          const float* r = rows(j) + 16 * pw;
+          const __m256 p = _mm256_loadu_ps(r), q = _mm256_loadu_ps(r + 8);
+          const __m256 u = _mm256_loadu_ps(r + 8 * OW8), v = _mm256_loadu_ps(r + 8 * OW8 + 8);
+          store(j, ph, pw,
+                pool_max ? _mm256_max_ps(_mm256_max_ps(p, q), _mm256_max_ps(u, v))
+                         : _mm256_mul_ps(_mm256_add_ps(_mm256_add_ps(p, q), _mm256_add_ps(u, v)), quarter));
+        }
     }
   };
 

@@ -5,8 +5,10 @@
 // Each output pixel of 8 output channels is one AVX2 register accumulating C x KH x KW broadcast
 // inputs times filter vectors; the bias, the relu and a 2x2 stride-2 pooling run on the registers,
 // so with a pooling only the pooled result is written (LeNet's first layer: a quarter of the bytes).
-// Work is handed out per (image, 8 output channels) to whichever thread is free. The filter gradient
-// (SmallConvBackwardWeights) runs the same way, with the 8 channels' taps as accumulators.
+// Where AVX-512 doubles the FMA rate (common/microkernel.h's TilesUseAvx512), two groups of 8
+// channels share 16-lane registers. Work is handed out per (image, 8 or 16 output channels) to
+// whichever thread is free. The filter gradient (SmallConvBackwardWeights) runs the same way, with
+// the 8 channels' taps as accumulators.
 #pragma once
 
 #include <vector>
@@ -44,6 +46,9 @@ class SmallChannelConv {
  private:
   int64_t out_padded_ = 0;  // output channels padded to 8
   std::vector<float> w_;    // [out_padded / 8][c][kh][kw][8]
+  // Where the kernels run on AVX-512 (common/microkernel.h's TilesUseAvx512), pairs of w_'s groups
+  // as 16 lanes, [out_padded / 16][c][kh][kw][16]; empty elsewhere.
+  std::vector<float> w16_;
 };
 
 }  // namespace paddlec::ops::nn
