@@ -355,6 +355,20 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
     else
       MicroTilePairRows(rows, depth, a + i0 * k + k0, k, lo, hi, kTileCols, c + i0 * n + j0, n, te, acc);
   };
+  // Panels [p_begin, p_end) of packed B, pairs of them as one tile, each against row tiles
+  // [t_begin, t_end), over B's rows from k0 (one k_block).
+  auto panels_outer = [&](int64_t t_begin, int64_t t_end, int64_t p_begin, int64_t p_end, int64_t k0, float* edge) {
+    const int64_t depth = std::min(k_block, k - k0);
+    for (int64_t p = p_begin; p < p_end;) {
+      const bool pair = pairs_with_next(p, p_end);
+      for (int64_t t = t_begin; t < t_end; ++t)
+        if (pair)
+          pair_tile(t, p, k0, depth);
+        else
+          panel_tile(t, p, k0, depth, packed + (p * k + k0) * kTileCols, edge);
+      p += pair ? 2 : 1;
+    }
+  };
   auto task = [&](int64_t id) {
     const int64_t rb = id / groups, p_begin = id % groups * group, p_end = std::min(panels, p_begin + group);
     const int64_t t_begin = rb * block_tiles, t_end = std::min(row_tiles, t_begin + block_tiles);
@@ -363,18 +377,7 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
       // The block of A just copied stays in L2 while every panel of B passes by once (a panel, 64 KB
       // at most, stays in L2 for the block's tiles).
       PackTransposedTiles(s, a, t_begin, t_end, packed_a);
-      for (int64_t k0 = 0; k0 < k; k0 += k_block) {
-        const int64_t depth = std::min(k_block, k - k0);
-        for (int64_t p = p_begin; p < p_end;) {
-          const bool pair = pairs_with_next(p, p_end);
-          for (int64_t t = t_begin; t < t_end; ++t)
-            if (pair)
-              pair_tile(t, p, k0, depth);
-            else
-              panel_tile(t, p, k0, depth, packed + (p * k + k0) * kTileCols, edge);
-          p += pair ? 2 : 1;
-        }
-      }
+      for (int64_t k0 = 0; k0 < k; k0 += k_block) panels_outer(t_begin, t_end, p_begin, p_end, k0, edge);
       return;
     }
     alignas(64) float copied[kKBlock * kTileCols];
@@ -385,15 +388,7 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
         for (int64_t q = 0; q < depth; ++q) CopyPanelRow(b + (k0 + q) * n + j0, copied + q * kTileCols);
       }
       if (wide) {  // each pair of panels' block, in L1, meets every row tile
-        for (int64_t p = p_begin; p < p_end;) {
-          const bool pair = pairs_with_next(p, p_end);
-          for (int64_t t = t_begin; t < t_end; ++t)
-            if (pair)
-              pair_tile(t, p, k0, depth);
-            else
-              panel_tile(t, p, k0, depth, packed + (p * k + k0) * kTileCols, edge);
-          p += pair ? 2 : 1;
-        }
+        panels_outer(t_begin, t_end, p_begin, p_end, k0, edge);
         continue;
       }
       for (int64_t t = t_begin; t < t_end; ++t)
