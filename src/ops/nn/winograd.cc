@@ -120,7 +120,13 @@ int64_t GradientBlockTiles(const ConvGeometry& g, int64_t points) {
 
 }  // namespace
 
-bool WinogradTrainingPaysOff() { return !Avx512DoublesFma(); }
+bool WinogradTrainingPaysOff() {
+#if defined(__AVX2__) && defined(__FMA__)
+  return !Avx512DoublesFma();
+#else
+  return true;  // moot: without AVX2 nothing fits Winograd (WinogradFits)
+#endif
+}
 
 bool WinogradFilterGradientPaysOff(const ConvGeometry& g) {
   return WinogradBackwardPaysOff(g) && WinogradTrainingPaysOff() &&
