@@ -337,10 +337,11 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
     for (int64_t r = 0; r < rows; ++r)
       std::copy_n(edge + r * kTileCols + cols_skip, cols_new, c + (i0 + r) * n + j_new);
   };
-  // Panels p and p + 1 of packed B as one 6 x 32 tile (MicroTilePairRows): both whole, p + 1 not
-  // the last panel overlapping the one before.
+  // Panels p and p + 1 of packed B as one 6 x 32 tile (MicroTilePairRows) where the tiles run on
+  // AVX-512: both whole, p + 1 not the last panel overlapping the one before. On AVX2 the pair would
+  // be the same two tiles, in another order than the one measured there.
   auto pairs_with_next = [&](int64_t p, int64_t p_end) {
-    return p + 1 < p_end && PanelStart(p + 1, n) == (p + 1) * kTileCols;
+    return wide && p + 1 < p_end && PanelStart(p + 1, n) == (p + 1) * kTileCols;
   };
   auto pair_tile = [&](int64_t t, int64_t p, int64_t k0, int64_t depth) {
     const int64_t i0 = t * kTileRows, j0 = p * kTileCols;
