@@ -508,9 +508,10 @@ void WinogradConv::RunTiles(const Shape& s, const float* x, ActivationLayout xl,
     // The GEMMs, one per point: M[xi] (rows x KP) = V[xi] (rows x C8) * U[xi] (C8 x KP).
     for (int64_t xi = 0; xi < kPoints; ++xi)
       for (int64_t kp = 0; kp < KP / kCols;) {
-        // Two panels of U at once where there are two: one 6 x 32 tile on AVX-512.
+        // Two panels of U at once where the tiles run on AVX-512 (one 6 x 32 tile). On AVX2 the pair
+        // would be two tiles alternating between two panels, not one panel kept in L1 for every row.
         const float* u = u_.data() + (xi * (KP / kCols) + kp) * C8 * kCols;
-        const bool pair = kp + 1 < KP / kCols;
+        const bool pair = TilesUseAvx512() && kp + 1 < KP / kCols;
         for (int64_t r0 = 0; r0 < nt; r0 += kRows) {
           const float* v = V + (xi * rows + r0) * C8;
           float* out = M + (xi * rows + r0) * KP + kp * kCols;
