@@ -230,6 +230,17 @@ class ParamSnapshot {
   /// Whether `parts` (nullptr for an absent one) hold exactly what the last call saw; remembers them
   /// when they do not.
   bool Same(std::initializer_list<const Tensor*> parts) {
+    const bool seen = valid_;
+    const bool same = Compare(parts);
+    changed_ = changed_ || (seen && !same);
+    return same;
+  }
+  /// Whether a call has seen other parts than the call before it: parameters that change between
+  /// runs, as a training step's do.
+  bool changed() const { return changed_; }
+
+ private:
+  bool Compare(std::initializer_list<const Tensor*> parts) {
     now_.clear();
     bool stamped = true;
     for (const Tensor* t : parts) {
@@ -263,7 +274,6 @@ class ParamSnapshot {
     return false;
   }
 
- private:
   struct Seen {
     const T* data = nullptr;
     int64_t n = 0;
@@ -271,7 +281,7 @@ class ParamSnapshot {
     friend bool operator==(const Seen&, const Seen&) = default;
   };
   std::vector<Seen> parts_, now_;
-  bool valid_ = false;
+  bool valid_ = false, changed_ = false;
   std::vector<T> values_;  // without stamps: the values themselves
   bool has_values_ = false;
 };
@@ -293,17 +303,12 @@ class ConvKernel final : public OpKernel {
     PC_RETURN_IF_ERROR(CheckLayout<T>(g, attrs_));
     if constexpr (std::is_same_v<T, float>) {
       const nn::ActivationLayout in_layout = Layout(attrs_.blocked_input), out_layout = Layout(attrs_.blocked_output);
-      if (!filter_.Same({&ctx.In(kFilter)})) {
-        filter_changes_ = called_;
-        wino_ready_ = small_ready_ = false;
-      }
-      called_ = true;
+      if (!filter_.Same({&ctx.In(kFilter)})) wino_ready_ = small_ready_ = false;
+      // A filter that changes between calls (training) is transformed at every call, where that
+      // pays (nn::WinogradTrainingPaysOff).
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) &&
-          (!filter_changes_ || nn::WinogradTrainingPaysOff())) {
-        if (!wino_ready_) {
-          // A filter that changes between calls (training) is transformed at every call.
-          wino_.SetFilter(g, f, 0, /*per_call=*/wino_transforms_++ > 0);
-        }
+          (!filter_.changed() || nn::WinogradTrainingPaysOff())) {
+        if (!wino_ready_) wino_.SetFilter(g, f, 0, /*per_call=*/filter_.changed());
         wino_ready_ = true;
         wino_.Forward(g, x, in_layout, out.data<float>(), out_layout, {}, nn::ConvThreads(g));
         return Status::OK();
@@ -331,10 +336,6 @@ class ConvKernel final : public OpKernel {
   // it changes, as in FusedConvKernel).
   ParamSnapshot<T> filter_;
   bool wino_ready_ = false, small_ready_ = false;
-  int64_t wino_transforms_ = 0;  // filter transforms so far (a second one means the filter changes)
-  // Whether an earlier call ran, and whether the filter has changed since (a training step's: on
-  // oneDNN from then on where nn::WinogradTrainingPaysOff says so).
-  bool called_ = false, filter_changes_ = false;
 };
 
 template <class T>
@@ -601,14 +602,10 @@ class FusedConvKernel final : public OpKernel {
     if constexpr (std::is_same_v<T, float>) {
       const nn::ActivationLayout in_layout = Layout(attrs_.blocked_input), out_layout = Layout(attrs_.blocked_output);
       const nn::WinogradEpilogue epilogue{.bias = bias, .relu = relu_, .pool = pool ? &*pool : nullptr};
-      if (!unchanged) {
-        params_change_ = called_;
-        wino_ready_ = small_ready_ = false;
-      }
-      called_ = true;
+      if (!unchanged) wino_ready_ = small_ready_ = false;
       if (nn::WinogradEnabled() && nn::WinogradPaysOff(g, in_layout) && (!pool || nn::WinogradPoolFits(g, *pool)) &&
-          (!params_change_ || nn::WinogradTrainingPaysOff())) {
-        if (!wino_ready_) wino_.SetFilter(g, filter, 0, /*per_call=*/wino_transforms_++ > 0);
+          (!params_.changed() || nn::WinogradTrainingPaysOff())) {
+        if (!wino_ready_) wino_.SetFilter(g, filter, 0, /*per_call=*/params_.changed());
         wino_ready_ = true;
         wino_.Forward(g, x, in_layout, y, out_layout, epilogue, nn::ConvThreads(g));
         return Status::OK();
@@ -654,9 +651,6 @@ class FusedConvKernel final : public OpKernel {
   // Whether they hold the transform of the current (folded) filter: a change of parameters clears
   // both, even when this call runs on oneDNN, so that a later call on them transforms it again.
   bool wino_ready_ = false, small_ready_ = false;
-  int64_t wino_transforms_ = 0;  // filter transforms so far (a second one means the filter changes)
-  // As ConvKernel's: whether an earlier call ran, and whether the parameters have changed since.
-  bool called_ = false, params_change_ = false;
 };
 
 }  // namespace
