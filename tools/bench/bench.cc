@@ -18,7 +18,6 @@
 // Each prints one line: name, median ms over repetitions of at least --min-time seconds, and
 // GFLOP/s where the work is known.
 #include <dnnl.h>
-#include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "ops/common/microkernel.h"
 #include "paddlec/core/file.h"
 #include "paddlec/driver/driver.h"
 #include "paddlec/exec/executor.h"
@@ -284,35 +284,7 @@ void Lstm(const Args& a) {
       t, n, in, h, layers, ms, ms * 1e3 / t, flop / ms / 1e6);
 }
 
-/// Independent FMA chains, enough to cover the FMA units' latency x throughput on current x86 cores
-/// (4 cycles x 2 units = 8): the loop runs at the units' peak, never waiting on a result.
-constexpr int kPeakChains = 12;
 constexpr int64_t kPeakIterations = int64_t{4} << 20;
-
-#if defined(__AVX2__) && defined(__FMA__)
-// Two copies of one loop: a generic one would need its FMA passed in, and GCC will not inline an
-// AVX-512 intrinsic into a helper compiled for AVX2.
-float Chains256() {
-  const __m256 x = _mm256_set1_ps(1e-3f), y = _mm256_set1_ps(0.999f);
-  __m256 acc[kPeakChains];
-  for (auto& v : acc) v = x;
-  for (int64_t i = 0; i < kPeakIterations; ++i)
-    for (auto& v : acc) v = _mm256_fmadd_ps(v, y, x);
-  float sink = 0;
-  for (const auto& v : acc) sink += _mm256_cvtss_f32(v);
-  return sink;
-}
-__attribute__((target("avx512f"))) float Chains512() {
-  const __m512 x = _mm512_set1_ps(1e-3f), y = _mm512_set1_ps(0.999f);
-  __m512 acc[kPeakChains];
-  for (auto& v : acc) v = x;
-  for (int64_t i = 0; i < kPeakIterations; ++i)
-    for (auto& v : acc) v = _mm512_fmadd_ps(v, y, x);
-  float sink = 0;
-  for (const auto& v : acc) sink += _mm512_cvtss_f32(v);
-  return sink;
-}
-#endif
 
 /// The fp32 FMA peak of `threads` threads: GEMM-bound cases (MLP) can be judged against it, and a
 /// target above it cannot be met. AVX-512 is tried too: cores with two 512-bit FMA units double the
@@ -320,20 +292,20 @@ __attribute__((target("avx512f"))) float Chains512() {
 void Peak(const Args& a) {
 #if defined(__AVX2__) && defined(__FMA__)
   const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
-  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx512 = ops::HasAvx512();
   volatile float sink = 0;
-  auto gflops = [&](int lanes, float (*chains)()) {
+  auto gflops = [&](int lanes, float (*chains)(int64_t)) {
     double ms = MedianMs(
         [&] {
           std::vector<std::thread> team;
-          for (int t = 0; t < threads; ++t) team.emplace_back([&] { sink = sink + chains(); });
+          for (int t = 0; t < threads; ++t) team.emplace_back([&] { sink = sink + chains(kPeakIterations); });
           for (auto& t : team) t.join();
         },
         a.min_time);
-    return 2.0 * lanes * kPeakChains * static_cast<double>(kPeakIterations) * threads / ms / 1e6;
+    return 2.0 * lanes * ops::kFmaChains * static_cast<double>(kPeakIterations) * threads / ms / 1e6;
   };
-  const double ymm = gflops(8, Chains256);
-  const double zmm = avx512 ? gflops(16, Chains512) : 0;
+  const double ymm = gflops(8, ops::FmaChains256);
+  const double zmm = avx512 ? gflops(16, ops::FmaChains512) : 0;
   std::cout << fmt::format("peak      fp32 FMA     threads={:<4} {:8.1f} GFLOP/s  (AVX2 {:.1f}{})\n", threads,
                            std::max(ymm, zmm), ymm, avx512 ? fmt::format(", AVX-512 {:.1f}", zmm) : ", no AVX-512");
 #else

@@ -1,4 +1,5 @@
-// The FMA-width probe behind common/microkernel.h's TilesUseAvx512.
+// The FMA chains that measure the CPU's FMA rate, and the probe behind common/microkernel.h's
+// TilesUseAvx512.
 #include "common/microkernel.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -8,10 +9,8 @@
 namespace paddlec::ops {
 namespace {
 
-/// Independent accumulator chains: enough to keep two FMA units busy through a 4-cycle latency.
-constexpr int kChains = 12;
 /// Multiply-adds per chain per timing: about 10-20 us of one core.
-constexpr int kSteps = 4096;
+constexpr int64_t kSteps = 4096;
 
 template <class F>
 double BestNanos(F&& f) {
@@ -27,31 +26,32 @@ double BestNanos(F&& f) {
 // The chains' results go to a volatile sink, so the loops are not optimised away.
 volatile float g_sink;
 
-__attribute__((noinline)) void Chains256() {
-  __m256 acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_ps(static_cast<float>(c));
+}  // namespace
+
+// Two copies of one loop: GCC will not inline an AVX-512 intrinsic into a helper compiled for AVX2.
+float FmaChains256(int64_t steps) {
+  __m256 acc[kFmaChains];
+  for (int c = 0; c < kFmaChains; ++c) acc[c] = _mm256_set1_ps(static_cast<float>(c));
   const __m256 m = _mm256_set1_ps(0.999f), a = _mm256_set1_ps(1e-3f);
-  for (int i = 0; i < kSteps; ++i)
-#pragma GCC unroll 12  // kChains: the accumulators must live in registers
-    for (int c = 0; c < kChains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], m, a);
-  for (int c = 1; c < kChains; ++c) acc[0] = _mm256_add_ps(acc[0], acc[c]);
-  g_sink = _mm256_cvtss_f32(acc[0]);
+  for (int64_t i = 0; i < steps; ++i)
+#pragma GCC unroll 12  // kFmaChains: the accumulators must live in registers
+    for (int c = 0; c < kFmaChains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], m, a);
+  for (int c = 1; c < kFmaChains; ++c) acc[0] = _mm256_add_ps(acc[0], acc[c]);
+  return _mm256_cvtss_f32(acc[0]);
 }
 
-__attribute__((noinline, target("avx512f"))) void Chains512() {
-  __m512 acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+__attribute__((target("avx512f"))) float FmaChains512(int64_t steps) {
+  __m512 acc[kFmaChains];
+  for (int c = 0; c < kFmaChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
   const __m512 m = _mm512_set1_ps(0.999f), a = _mm512_set1_ps(1e-3f);
-  for (int i = 0; i < kSteps; ++i)
+  for (int64_t i = 0; i < steps; ++i)
 #pragma GCC unroll 12
-    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], m, a);
-  for (int c = 1; c < kChains; ++c) acc[0] = _mm512_add_ps(acc[0], acc[c]);
+    for (int c = 0; c < kFmaChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], m, a);
+  for (int c = 1; c < kFmaChains; ++c) acc[0] = _mm512_add_ps(acc[0], acc[c]);
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, acc[0]);
-  g_sink = lanes[0];
+  return lanes[0];
 }
-
-}  // namespace
 
 bool Avx512DoublesFma() {
   static const bool doubles = [] {
@@ -61,8 +61,8 @@ bool Avx512DoublesFma() {
     // 16-lane chains; two units take as long as for the 8-lane ones.
     double narrow = 1e30, wide = 1e30;
     for (int round = 0; round < 2; ++round) {
-      narrow = std::min(narrow, BestNanos(Chains256));
-      wide = std::min(wide, BestNanos(Chains512));
+      narrow = std::min(narrow, BestNanos([] { g_sink = FmaChains256(kSteps); }));
+      wide = std::min(wide, BestNanos([] { g_sink = FmaChains512(kSteps); }));
     }
     return wide < 1.5 * narrow;
   }();

@@ -53,6 +53,15 @@ inline bool HasAvx512() {
   return has;
 }
 
+/// Independent FMA chains FmaChains256/512 run: enough to cover the FMA units' latency x throughput on
+/// current x86 cores (4 cycles x 2 units = 8), so the loop runs at the units' peak.
+inline constexpr int kFmaChains = 12;
+/// `steps` rounds of kFmaChains independent 8-lane multiply-adds (2 x 8 x kFmaChains x steps
+/// flops), at the CPU's AVX2 FMA peak; returns a value of the result, for the caller to keep.
+float FmaChains256(int64_t steps);
+/// The same on 16 lanes, at the AVX-512 peak; only where HasAvx512().
+float FmaChains512(int64_t steps);
+
 /// Whether an AVX-512 multiply-add does twice the work of an AVX2 one here, as on CPUs with two
 /// 512-bit FMA units (Intel's server cores), not one (Intel's client cores) or 256-bit halves (AMD
 /// Zen 4), where AVX-512 gains nothing: measured once, by timing the same number of 16- and 8-lane
@@ -310,5 +319,7 @@ inline void MicroTilePairRows(int rows, int64_t depth, const float* a, int64_t l
 }
 
 }  // namespace paddlec::ops
+
+#undef PADDLEC_AVX512_INLINE
 
 #endif
