@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/aligned_vector.h"
 #include "paddlec/core/dims.h"
 #include "paddlec/core/error.h"
 #include "paddlec/runtime/device_context.h"
@@ -89,12 +90,12 @@ class Gemm<float> {
     const float* b = nullptr;
     GemmShape shape;
     bool ready = false;  // `data` holds that B, packed
-    std::vector<float> data;
+    AlignedVector<float> data;
   };
   PackedB packed_;
   /// Room for a transposed A copied into row tiles at each call (math/gemm.cc, PackTransposedTiles).
   float* PackedARoom(const GemmShape& s);
-  std::vector<float> packed_a_;
+  AlignedVector<float> packed_a_;
 };
 
 template <>

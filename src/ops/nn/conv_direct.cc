@@ -141,7 +141,7 @@ void SmallChannelConv::Forward(const ConvGeometry& g, const float* x, float* y, 
   const EightPixelsFn eight = kEightPixels[KW];
 
   struct Buffers {
-    std::vector<float> image, rows;
+    AlignedVector<float> image, rows;
   };
   // An item is one image's 8 output channels or, on 16-lane registers, two such groups.
   const int64_t per_item = w16_.empty() ? 1 : 2, items_per_image = (groups + per_item - 1) / per_item;
@@ -306,7 +306,7 @@ void SmallConvBackwardWeights(const ConvGeometry& g, const float* x, const float
   std::vector<float> partial(items * taps * 8);
 
   struct Buffers {
-    std::vector<float> image, grad;
+    AlignedVector<float> image, grad;
   };
   auto run_item = [&](int64_t item, Buffers& buf) {
     const int64_t ib = item / groups, kg = item % groups, k0 = kg * 8, lanes = std::min<int64_t>(8, K - k0);

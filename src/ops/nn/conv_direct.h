@@ -45,10 +45,10 @@ class SmallChannelConv {
 
  private:
   int64_t out_padded_ = 0;  // output channels padded to 8
-  std::vector<float> w_;    // [out_padded / 8][c][kh][kw][8]
+  AlignedVector<float> w_;  // [out_padded / 8][c][kh][kw][8]
   // Where the kernels run on AVX-512 (common/microkernel.h's TilesUseAvx512), pairs of w_'s groups
   // as 16 lanes, [out_padded / 16][c][kh][kw][16]; empty elsewhere.
-  std::vector<float> w16_;
+  AlignedVector<float> w16_;
 };
 
 }  // namespace paddlec::ops::nn

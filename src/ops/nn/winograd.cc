@@ -89,7 +89,7 @@ void TransformFilters(const Lanes g[9], float* u, int64_t stride) {
 
 /// Scratch of one thread: a block's transformed input V and products M.
 struct Scratch {
-  std::vector<float> v, m;
+  AlignedVector<float> v, m;
 };
 
 }  // namespace
@@ -261,7 +261,7 @@ inline void PatchTransform(const float* x, const LaneView& in, int64_t n, int64_
 /// `x` (NCHW, `c` channels of h x w, n images) as 8-channel groups: `x` itself when `layout` is
 /// blocked, else a copy in nChw8c (channels padded to a multiple of 8 with zeros) in `copy`.
 const float* AsLanes(const float* x, ActivationLayout layout, int64_t n, int64_t c, int64_t h, int64_t w, int team,
-                     std::vector<float>& copy, LaneView& view) {
+                     AlignedVector<float>& copy, LaneView& view) {
   const int64_t c8 = RoundUp(c, kLanes);
   view = {c8, h, w, layout.block};
   if (layout.block != 0) return x;
@@ -586,12 +586,12 @@ void BackwardWeightsTiles(const ConvGeometry& g, const float* x, ActivationLayou
   const int64_t blocks = std::max<int64_t>((T + max_tiles - 1) / max_tiles, std::min<int64_t>(threads, T));
   const int64_t per_block = (T + blocks - 1) / blocks;
   const int team = static_cast<int>(std::min<int64_t>(std::max(threads, 1), blocks));
-  thread_local std::vector<float> x_copy, dy_copy;
+  thread_local AlignedVector<float> x_copy, dy_copy;
   LaneView in, out;
   x = AsLanes(x, x_layout, g.n, C, H, W, team, x_copy, in);
   dy = AsLanes(dy, dy_layout, g.n, K, OH, OW, team, dy_copy, out);
   // Each thread's sums dU, kept across calls (a training step calls this once per convolution).
-  thread_local std::vector<float> sums;
+  thread_local AlignedVector<float> sums;
   const int64_t per_thread = kPoints * CR * KP;
   sums.assign(team * per_thread, 0.0f);
   float* const sum = sums.data();  // the caller's: inside the parallel region `sums` names each thread's own

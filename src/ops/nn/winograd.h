@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/aligned_vector.h"
 #include "nn/conv_slots.h"
 
 namespace paddlec::ops::nn {
@@ -134,8 +135,8 @@ class WinogradConv {
   int tile_ = 2;  // outputs per tile side
   // Channels of the transformed filter: in padded to 8 (one register), out to 16 (a micro-tile).
   int64_t in_ = 0, in_padded_ = 0, out_ = 0, out_padded_ = 0;
-  std::vector<float> u_;                // [(tile + 2)^2][out_padded / 16][in_padded][16]
-  mutable std::vector<float> reorder_;  // a plain input copied to nChw8c
+  AlignedVector<float> u_;                // [(tile + 2)^2][out_padded / 16][in_padded][16]
+  mutable AlignedVector<float> reorder_;  // a plain input copied to nChw8c
 };
 
 }  // namespace paddlec::ops::nn
