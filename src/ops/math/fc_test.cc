@@ -66,35 +66,41 @@ TEST_CASE("fc keeps W packed across steps only while W's contents stay the same"
   // The tiled GEMM packs W on the second step that sees the same W (math/gemm.h) and reuses the
   // copy after; a new W written into the same memory must be packed again, whichever step it
   // arrives on. Under kAuto, where oneDNN runs AVX-512, the steps that do not reuse a packed W run
-  // on oneDNN, so the product moves between the two and back.
-  for (const ops::math::TiledGemmUse use : {ops::math::TiledGemmUse::kAuto, ops::math::TiledGemmUse::kAlways}) {
-    CAPTURE(static_cast<int>(use));
-    const math_test::ScopedTiledGemmUse tiles(use);
-    const Dims xd{20, 300}, wd{300, 40};
-    const Tensor x = RandomTensor(DType::kFloat32, xd, 11), b = RandomTensor(DType::kFloat32, {40}, 12);
-    const Tensor w1 = RandomTensor(DType::kFloat32, wd, 13), w2 = RandomTensor(DType::kFloat32, wd, 14);
-    StepRunner run("fc", {{"Input", "x"}, {"W", "w"}, {"Bias", "b"}}, {{"Out", "y"}},
-                   {ops::MakeAttr("activation_type", std::string("relu"))});
-    REQUIRE_OK(run.Start({{"x", x}, {"w", w1}, {"b", b}}, {.threads = 2}));
-    auto expect = [&](const Tensor& w, int step) {
-      CAPTURE(step);
-      REQUIRE_OK(run.Step());
-      const Tensor y = run.Get("y");
-      const std::vector<double> got = ToDoubles(y), ref = RefFc(x, w, &b, true, xd[0]);
-      REQUIRE(got.size() == ref.size());
-      double worst = 0;
-      for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(got[i] - ref[i]));
-      CHECK(worst < 1e-4);
-    };
-    expect(w1, 1);
-    expect(w1, 2);  // packs
-    expect(w1, 3);  // reuses the packed copy
-    REQUIRE_OK(run.Set("w", w2));
-    expect(w2, 4);  // a new W in the same buffer
-    expect(w2, 5);  // packs the new W
-    REQUIRE_OK(run.Set("w", w1));
-    expect(w1, 6);
-  }
+  // on oneDNN, so the product moves between the two and back. Up to 4 rows the small-row path packs
+  // W into 64-column panels the same way (100 columns: a whole panel and a padded one).
+  struct Shape {
+    int64_t m, n;
+  };
+  for (const Shape sh : {Shape{20, 40}, Shape{1, 100}, Shape{3, 100}, Shape{4, 40}})
+    for (const ops::math::TiledGemmUse use : {ops::math::TiledGemmUse::kAuto, ops::math::TiledGemmUse::kAlways}) {
+      CAPTURE(sh.m);
+      CAPTURE(static_cast<int>(use));
+      const math_test::ScopedTiledGemmUse tiles(use);
+      const Dims xd{sh.m, 300}, wd{300, sh.n};
+      const Tensor x = RandomTensor(DType::kFloat32, xd, 11), b = RandomTensor(DType::kFloat32, {sh.n}, 12);
+      const Tensor w1 = RandomTensor(DType::kFloat32, wd, 13), w2 = RandomTensor(DType::kFloat32, wd, 14);
+      StepRunner run("fc", {{"Input", "x"}, {"W", "w"}, {"Bias", "b"}}, {{"Out", "y"}},
+                     {ops::MakeAttr("activation_type", std::string("relu"))});
+      REQUIRE_OK(run.Start({{"x", x}, {"w", w1}, {"b", b}}, {.threads = 2}));
+      auto expect = [&](const Tensor& w, int step) {
+        CAPTURE(step);
+        REQUIRE_OK(run.Step());
+        const Tensor y = run.Get("y");
+        const std::vector<double> got = ToDoubles(y), ref = RefFc(x, w, &b, true, xd[0]);
+        REQUIRE(got.size() == ref.size());
+        double worst = 0;
+        for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(got[i] - ref[i]));
+        CHECK(worst < 1e-4);
+      };
+      expect(w1, 1);
+      expect(w1, 2);  // packs
+      expect(w1, 3);  // reuses the packed copy
+      REQUIRE_OK(run.Set("w", w2));
+      expect(w2, 4);  // a new W in the same buffer
+      expect(w2, 5);  // packs the new W
+      REQUIRE_OK(run.Set("w", w1));
+      expect(w1, 6);
+    }
 }
 
 TEST_CASE("the tiled GEMM takes products as TiledGemmUse says") {

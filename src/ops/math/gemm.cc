@@ -57,36 +57,112 @@ inline void RowTimesBlock64(int64_t k, const float* a, const float* b, int64_t l
 #endif
 }
 
+#if defined(__AVX2__) && defined(__FMA__)
+/// acc[M][64] (rows 64 apart) += A's M rows (lda apart) times a packed panel of B: K rows of 64
+/// contiguous columns. One pass over the panel serves every row, 4 zmm accumulators a row; a single
+/// row keeps a second set for odd k, so eight sums are in flight. The panel streams from L2 a
+/// cache line per load: 0.8 MB (half of LeNet's fc1) took 4.4 us on one core of a Xeon with two
+/// AVX-512 FMA units, against 6.9-8.4 us for RowTimesBlock64 on the unpacked rows.
+template <int M>
+__attribute__((target("avx512f"))) void RowsTimesPanel512(int64_t k, const float* a, int64_t lda, const float* p,
+                                                          float* acc) {
+  __m512 c[M][4], d[4];
+  for (int i = 0; i < M; ++i)
+    for (int v = 0; v < 4; ++v) c[i][v] = _mm512_loadu_ps(acc + i * kColumnBlock + 16 * v);
+  for (int v = 0; v < 4; ++v) d[v] = _mm512_setzero_ps();
+  int64_t q = 0;
+  if constexpr (M == 1) {
+    for (; q + 1 < k; q += 2, p += 2 * kColumnBlock) {
+      const __m512 x0 = _mm512_set1_ps(a[q]), x1 = _mm512_set1_ps(a[q + 1]);
+      for (int v = 0; v < 4; ++v) {
+        c[0][v] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(p + 16 * v), c[0][v]);
+        d[v] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(p + kColumnBlock + 16 * v), d[v]);
+      }
+    }
+  }
+  for (; q < k; ++q, p += kColumnBlock) {
+    const __m512 w0 = _mm512_loadu_ps(p), w1 = _mm512_loadu_ps(p + 16);
+    const __m512 w2 = _mm512_loadu_ps(p + 32), w3 = _mm512_loadu_ps(p + 48);
+    for (int i = 0; i < M; ++i) {
+      const __m512 x = _mm512_set1_ps(a[i * lda + q]);
+      c[i][0] = _mm512_fmadd_ps(x, w0, c[i][0]);
+      c[i][1] = _mm512_fmadd_ps(x, w1, c[i][1]);
+      c[i][2] = _mm512_fmadd_ps(x, w2, c[i][2]);
+      c[i][3] = _mm512_fmadd_ps(x, w3, c[i][3]);
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(acc + i * kColumnBlock + 16 * v, _mm512_add_ps(c[i][v], d[v]));
+}
+
+using PanelKernel512 = void (*)(int64_t, const float*, int64_t, const float*, float*);
+constexpr PanelKernel512 kRowsTimesPanel512[kSmallRows] = {RowsTimesPanel512<1>, RowsTimesPanel512<2>,
+                                                           RowsTimesPanel512<3>, RowsTimesPanel512<4>};
+#endif
+
+/// Room SmallRowsGemm's packed B takes: K rows of every 64-column block, the last padded with zeros.
+int64_t SmallRowsPackedSize(const GemmShape& s) { return (s.n + kColumnBlock - 1) / kColumnBlock * kColumnBlock * s.k; }
+
+/// B [K, N] as SmallRowsGemm reads it packed: each 64-column block's K rows contiguous, so that a
+/// thread's slice of B is one sequential stream.
+void PackSmallRowsB(const GemmShape& s, const float* b, float* packed) {
+  for (int64_t j0 = 0; j0 < s.n; j0 += kColumnBlock) {
+    const int64_t w = std::min(kColumnBlock, s.n - j0);
+    float* panel = packed + j0 * s.k;
+    for (int64_t q = 0; q < s.k; ++q) {
+      float* row = panel + q * kColumnBlock;
+      std::memcpy(row, b + q * s.n + j0, static_cast<size_t>(w) * sizeof(float));
+      std::fill(row + w, row + kColumnBlock, 0.0f);
+    }
+  }
+}
+
 /// C [M, N] = epilogue(A [M, K] * B [K, N]) for a few rows, split by columns over the pool: each
 /// thread streams its own slice of B, always the same one, so at batch 1 the weights of an fc layer
 /// stay in the threads' L2 caches between steps (784x512 floats are 1.6 MB, half per core) and the
-/// product runs at cache speed. The only synchronisation is the pool's fork and join, which sleep
-/// after a bounded spin (runtime/threads.h), so a busy machine slows it down gracefully.
-void SmallRowsGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, const float* bias, float* c) {
+/// product runs at cache speed. `packed` is B packed by PackSmallRowsB (a B kept between calls: an
+/// inference's weights), or null to read B as it is. The only synchronisation is the pool's fork and
+/// join, which sleep after a bounded spin (runtime/threads.h), so a busy machine slows it down
+/// gracefully.
+void SmallRowsGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, const float* packed,
+                   const float* bias, float* c) {
   const int64_t m = s.m, k = s.k, n = s.n;
   const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+#if defined(__AVX2__) && defined(__FMA__)
+  const bool wide = packed != nullptr && TilesUseAvx512();
+#endif
   // Worth a thread: about 64K multiply-adds, ~5 us of one core.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * m * kColumnBlock));
   runtime::ParallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
     for (int64_t j0 = b0 * kColumnBlock; j0 < std::min(n, b1 * kColumnBlock); j0 += kColumnBlock) {
       const int64_t w = std::min(kColumnBlock, n - j0);
-      for (int64_t i = 0; i < m; ++i) {
-        // One row of a column block accumulates in registers (RowTimesBlock64) while B's rows
-        // stream by; C is read and written once.
-        float acc[kColumnBlock];
-        for (int64_t j = 0; j < kColumnBlock; ++j) acc[j] = e.bias && j < w ? bias[j0 + j] : 0.0f;
-        const float* ai = a + i * k;
-        if (w == kColumnBlock) {
-          RowTimesBlock64(k, ai, b + j0, n, acc);
-        } else {
-          for (int64_t q = 0; q < k; ++q) {
-            const float* bq = b + q * n + j0;
-            const float aiq = ai[q];
-            for (int64_t j = 0; j < w; ++j) acc[j] += aiq * bq[j];
+      float acc[kSmallRows][kColumnBlock];
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < kColumnBlock; ++j) acc[i][j] = e.bias && j < w ? bias[j0 + j] : 0.0f;
+          // One row of a column block accumulates in registers while B's rows stream by; C is read and
+          // written once.
+#if defined(__AVX2__) && defined(__FMA__)
+      if (wide) {
+        kRowsTimesPanel512[m - 1](k, a, k, packed + j0 * k, acc[0]);
+      } else
+#endif
+        for (int64_t i = 0; i < m; ++i) {
+          const float* ai = a + i * k;
+          if (packed != nullptr) {
+            RowTimesBlock64(k, ai, packed + j0 * k, kColumnBlock, acc[i]);
+          } else if (w == kColumnBlock) {
+            RowTimesBlock64(k, ai, b + j0, n, acc[i]);
+          } else {
+            for (int64_t q = 0; q < k; ++q) {
+              const float* bq = b + q * n + j0;
+              const float aiq = ai[q];
+              for (int64_t j = 0; j < w; ++j) acc[i][j] += aiq * bq[j];
+            }
           }
         }
+      for (int64_t i = 0; i < m; ++i) {
         float* ci = c + i * n + j0;
-        for (int64_t j = 0; j < w; ++j) ci[j] = e.relu ? std::max(acc[j], 0.0f) : acc[j];
+        for (int64_t j = 0; j < w; ++j) ci[j] = e.relu ? std::max(acc[i][j], 0.0f) : acc[i][j];
       }
     }
   });
@@ -429,18 +505,17 @@ struct Gemm<float>::Primitive {
   int nargs = 0;
 };
 
-TiledGemmUse GetTiledGemmUse() {
-  return static_cast<TiledGemmUse>(TiledGemmUseWord().load(std::memory_order_relaxed));
-}
-void SetTiledGemmUse(TiledGemmUse use) {
-  TiledGemmUseWord().store(static_cast<int>(use), std::memory_order_relaxed);
-}
+TiledGemmUse GetTiledGemmUse() { return static_cast<TiledGemmUse>(TiledGemmUseWord().load(std::memory_order_relaxed)); }
+void SetTiledGemmUse(TiledGemmUse use) { TiledGemmUseWord().store(static_cast<int>(use), std::memory_order_relaxed); }
 
 bool TiledGemmTakes(TiledGemmUse use, bool b_kept, bool onednn_avx512) {
   switch (use) {
-    case TiledGemmUse::kAlways: return true;
-    case TiledGemmUse::kNever: return false;
-    case TiledGemmUse::kAuto: return b_kept || !onednn_avx512;
+    case TiledGemmUse::kAlways:
+      return true;
+    case TiledGemmUse::kNever:
+      return false;
+    case TiledGemmUse::kAuto:
+      return b_kept || !onednn_avx512;
   }
   return false;
 }
@@ -470,7 +545,19 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
     return Status::OK();
   }
   if (s.m <= kSmallRows && s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b) {
-    SmallRowsGemm(s, e, a, b, bias, c);
+    // A B seen unchanged on two calls in a row is packed once and read packed from then on.
+    PackedB& pb = packed_;
+    const bool same = b_stamp != 0 && pb.stamp == b_stamp && pb.b == b && pb.shape == s;
+    if (!same) pb.ready = false;
+    pb.stamp = b_stamp;
+    pb.b = b;
+    pb.shape = s;
+    if (same && !pb.ready) {
+      pb.data.resize(SmallRowsPackedSize(s));
+      PackSmallRowsB(s, b, pb.data.data());
+      pb.ready = true;
+    }
+    SmallRowsGemm(s, e, a, b, pb.ready ? pb.data.data() : nullptr, bias, c);
     return Status::OK();
   }
 #if defined(__AVX2__) && defined(__FMA__)
