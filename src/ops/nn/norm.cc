@@ -12,6 +12,7 @@
 // Every reduction (per channel, per row, per column) runs in a fixed order on one thread, so results
 // do not depend on the thread count.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -101,28 +102,88 @@ void ForChannels(const ChannelView& v, F&& fn) {
   ParallelFor(v.c, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel(), 1)), fn);
 }
 
-/// ChannelSums over a blocked view: per group of kBlock channels, four partial sums per channel
-/// over each image (vector adds across the group's lanes), added in a fixed order.
-template <int kBlock, class T, class F>
-void BlockedChannelSums(const ChannelView& v, T* sums, F&& f) {
+/// ChannelSums over a blocked view, kN sums at once: f(i, c) returns element i's kN terms. Per group
+/// of kBlock channels, four partial sums per channel over each image (vector adds across the
+/// group's lanes), added in a fixed order, the same for each of the kN sums.
+template <int kBlock, int kN, class T, class F>
+void BlockedChannelSums(const ChannelView& v, std::array<T*, kN> sums, F&& f) {
   const int64_t groups = v.c / kBlock;
   ParallelFor(groups, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel() * kBlock, 1)),
               [&](int64_t g0, int64_t g1) {
                 for (int64_t g = g0; g < g1; ++g) {
                   const int64_t c0 = g * kBlock;
-                  T total[kBlock] = {};
+                  T total[kN][kBlock] = {};
                   for (int64_t o = 0; o < v.outer; ++o) {
-                    T acc[4][kBlock] = {};
+                    T acc[kN][4][kBlock] = {};
                     const int64_t base = (o * groups + g) * v.inner * kBlock;
                     int64_t p = 0;
                     for (; p + 4 <= v.inner; p += 4)
                       for (int u = 0; u < 4; ++u)
-                        for (int l = 0; l < kBlock; ++l) acc[u][l] += f(base + (p + u) * kBlock + l, c0 + l);
+                        for (int l = 0; l < kBlock; ++l) {
+                          const std::array<T, kN> t = f(base + (p + u) * kBlock + l, c0 + l);
+                          for (int j = 0; j < kN; ++j) acc[j][u][l] += t[j];
+                        }
                     for (; p < v.inner; ++p)
-                      for (int l = 0; l < kBlock; ++l) acc[0][l] += f(base + p * kBlock + l, c0 + l);
-                    for (int l = 0; l < kBlock; ++l) total[l] += (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
+                      for (int l = 0; l < kBlock; ++l) {
+                        const std::array<T, kN> t = f(base + p * kBlock + l, c0 + l);
+                        for (int j = 0; j < kN; ++j) acc[j][0][l] += t[j];
+                      }
+                    for (int j = 0; j < kN; ++j)
+                      for (int l = 0; l < kBlock; ++l)
+                        total[j][l] += (acc[j][0][l] + acc[j][1][l]) + (acc[j][2][l] + acc[j][3][l]);
                   }
-                  std::copy(total, total + kBlock, sums + c0);
+                  for (int j = 0; j < kN; ++j) std::copy(total[j], total[j] + kBlock, sums[j] + c0);
+                }
+              });
+}
+
+/// Each channel's mean and sum of squared deviations from it over a blocked view, in one pass over
+/// X: an image's plane of a channel group (in L1 or L2) is summed and then its squared deviations
+/// from its own mean, and the planes are merged in image order by Chan et al.'s pairwise update, as
+/// stable as deviations from the global mean. The two-pass form read X from memory twice: LeNet's
+/// first activation (6.4 MB at batch 64) does not fit L2.
+template <int kBlock, class T>
+void BlockedMeanAndSquares(const ChannelView& v, const T* x, T* mean, T* squares) {
+  const int64_t groups = v.c / kBlock, inner = v.inner;
+  ParallelFor(groups, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel() * kBlock, 1)),
+              [&](int64_t g0, int64_t g1) {
+                for (int64_t g = g0; g < g1; ++g) {
+                  T mu[kBlock] = {}, m2[kBlock] = {};
+                  T seen = 0;
+                  for (int64_t o = 0; o < v.outer; ++o) {
+                    const T* xo = x + (o * groups + g) * inner * kBlock;
+                    T acc[4][kBlock] = {};
+                    int64_t p = 0;
+                    for (; p + 4 <= inner; p += 4)
+                      for (int u = 0; u < 4; ++u)
+                        for (int l = 0; l < kBlock; ++l) acc[u][l] += xo[(p + u) * kBlock + l];
+                    for (; p < inner; ++p)
+                      for (int l = 0; l < kBlock; ++l) acc[0][l] += xo[p * kBlock + l];
+                    T plane_mean[kBlock];
+                    for (int l = 0; l < kBlock; ++l)
+                      plane_mean[l] = ((acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l])) / static_cast<T>(inner);
+                    T dev[4][kBlock] = {};
+                    for (p = 0; p + 4 <= inner; p += 4)
+                      for (int u = 0; u < 4; ++u)
+                        for (int l = 0; l < kBlock; ++l) {
+                          const T d = xo[(p + u) * kBlock + l] - plane_mean[l];
+                          dev[u][l] += d * d;
+                        }
+                    for (; p < inner; ++p)
+                      for (int l = 0; l < kBlock; ++l) {
+                        const T d = xo[p * kBlock + l] - plane_mean[l];
+                        dev[0][l] += d * d;
+                      }
+                    const T n = static_cast<T>(inner), total = seen + n;
+                    for (int l = 0; l < kBlock; ++l) {
+                      const T delta = plane_mean[l] - mu[l];
+                      mu[l] += delta * (n / total);
+                      m2[l] += ((dev[0][l] + dev[1][l]) + (dev[2][l] + dev[3][l])) + delta * delta * (seen * n / total);
+                    }
+                    seen = total;
+                  }
+                  std::copy(mu, mu + kBlock, mean + g * kBlock);
+                  std::copy(m2, m2 + kBlock, squares + g * kBlock);
                 }
               });
 }
@@ -141,24 +202,31 @@ void BlockedMapChannels(const ChannelView& v, F&& f) {
               });
 }
 
-/// sums[c] = the sum over channel c of f(i, c) (element-wise form, used when channels are the
-/// innermost dimension) or of plane(base, len, c) over each contiguous run of the channel (the NCHW
-/// form: Eigen reductions the compiler vectorizes). Fixed order, so results do not depend on threads.
-template <class T, class F, class Plane>
-void ChannelSums(const ChannelView& v, T* sums, F&& f, Plane&& plane) {
-  if (v.block == 8) return BlockedChannelSums<8>(v, sums, f);
-  if (v.block == 16) return BlockedChannelSums<16>(v, sums, f);
+/// sums[j][c] = the sum over channel c of f(i, c)[j] (element-wise form, used when channels are the
+/// innermost dimension) or of plane(base, len, c)[j] over each contiguous run of the channel (the
+/// NCHW form: Eigen reductions the compiler vectorizes), kN sums in one pass over the data. Fixed
+/// order, so results do not depend on threads, nor on which sums are taken together.
+template <int kN, class T, class F, class Plane>
+void ChannelSums(const ChannelView& v, std::array<T*, kN> sums, F&& f, Plane&& plane) {
+  if (v.block == 8) return BlockedChannelSums<8, kN>(v, sums, f);
+  if (v.block == 16) return BlockedChannelSums<16, kN>(v, sums, f);
   ForChannels(v, [&](int64_t c0, int64_t c1) {
-    std::fill(sums + c0, sums + c1, T(0));
+    for (int j = 0; j < kN; ++j) std::fill(sums[j] + c0, sums[j] + c1, T(0));
     for (int64_t o = 0; o < v.outer; ++o) {
-      if (v.inner == 1) {
-        int64_t base = o * v.c;
-        for (int64_t c = c0; c < c1; ++c) sums[c] += f(base + c, c);
-      } else {
-        for (int64_t c = c0; c < c1; ++c) sums[c] += plane((o * v.c + c) * v.inner, v.inner, c);
+      for (int64_t c = c0; c < c1; ++c) {
+        const std::array<T, kN> t = v.inner == 1 ? f(o * v.c + c, c) : plane((o * v.c + c) * v.inner, v.inner, c);
+        for (int j = 0; j < kN; ++j) sums[j][c] += t[j];
       }
     }
   });
+}
+
+/// The one-sum form: f and plane return T.
+template <class T, class F, class Plane>
+void ChannelSums(const ChannelView& v, T* sums, F&& f, Plane&& plane) {
+  ChannelSums<1>(
+      v, std::array<T*, 1>{sums}, [&](int64_t i, int64_t c) { return std::array<T, 1>{f(i, c)}; },
+      [&](int64_t base, int64_t n, int64_t c) { return std::array<T, 1>{plane(base, n, c)}; });
 }
 
 /// Writes every element: f(i, c) per element when channels are innermost, else plane(base, len, c)
@@ -168,10 +236,11 @@ void MapChannels(const ChannelView& v, F&& f, Plane&& plane) {
   if (v.block == 8) return BlockedMapChannels<8>(v, f);
   if (v.block == 16) return BlockedMapChannels<16>(v, f);
   if (v.inner == 1) {
-    ParallelFor(v.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.c, 1)), [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o)
-        for (int64_t c = 0; c < v.c; ++c) f(o * v.c + c, c);
-    });
+    ParallelFor(v.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.c, 1)),
+                [&](int64_t o0, int64_t o1) {
+                  for (int64_t o = o0; o < o1; ++o)
+                    for (int64_t c = 0; c < v.c; ++c) f(o * v.c + c, c);
+                });
     return;
   }
   ParallelFor(v.outer * v.c, std::max<int64_t>(1, kElementwiseGrain / v.inner), [&](int64_t p0, int64_t p1) {
@@ -226,11 +295,12 @@ class BatchNormKernel final : public OpKernel {
         saved_inv_std[k] = T(1) / std::sqrt(var[k] + eps);
       }
     } else {
-      ChannelSums(
-          v, saved_mean, [&](int64_t i, int64_t) { return x[i]; },
-          [&](int64_t base, int64_t n, int64_t) { return ConstEigenVec<T>(x + base, n).sum(); });
       T count = static_cast<T>(m);
-      if constexpr (kSync) PC_RETURN_IF_ERROR(SumWithCount(saved_mean, c, count));
+      // Blocked (the training layout at -O2): the mean and the squared deviations in one pass.
+      const bool one_pass = !kSync && m > 1 && (v.block == 8 || v.block == 16);
+      if (one_pass && v.block == 8) BlockedMeanAndSquares<8>(v, x, saved_mean, saved_inv_std);
+      if (one_pass && v.block == 16) BlockedMeanAndSquares<16>(v, x, saved_mean, saved_inv_std);
+      if (!one_pass) PC_RETURN_IF_ERROR(TwoPassStatistics(v, x, saved_mean, saved_inv_std, count));
       if (count == 1) {
         // PaddlePaddle's special case: one value per channel is passed through unnormalized and the
         // running statistics stay as they are.
@@ -241,19 +311,6 @@ class BatchNormKernel final : public OpKernel {
         std::copy(x, x + xt.numel(), y);
         return Status::OK();
       }
-      for (int64_t k = 0; k < c; ++k) saved_mean[k] /= count;
-      // The variance from squared deviations from the global mean (a second reduction for SyncBN),
-      // not E[x^2] - mean^2, which cancels catastrophically when |mean| >> std.
-      ChannelSums(
-          v, saved_inv_std,
-          [&](int64_t i, int64_t k) {
-            T d = x[i] - saved_mean[k];
-            return d * d;
-          },
-          [&](int64_t base, int64_t n, int64_t k) {
-            return (ConstEigenVec<T>(x + base, n) - saved_mean[k]).square().sum();
-          });
-      if constexpr (kSync) PC_RETURN_IF_ERROR(SumOverRanks(saved_inv_std, c));
       T momentum = ctx.InOpt(kBnMomentum) ? ReadScalar<T>(*ctx.InOpt(kBnMomentum)) : static_cast<T>(attrs_.momentum);
       for (int64_t k = 0; k < c; ++k) {
         T batch_var = saved_inv_std[k] / count;
@@ -273,11 +330,36 @@ class BatchNormKernel final : public OpKernel {
     const T* b = b_.data();
     MapChannels(
         v, [&](int64_t i, int64_t k) { y[i] = x[i] * a[k] + b[k]; },
-        [&](int64_t base, int64_t n, int64_t k) { MutEigenVec<T>(y + base, n) = ConstEigenVec<T>(x + base, n) * a[k] + b[k]; });
+        [&](int64_t base, int64_t n, int64_t k) {
+          MutEigenVec<T>(y + base, n) = ConstEigenVec<T>(x + base, n) * a[k] + b[k];
+        });
     return Status::OK();
   }
 
  private:
+  /// mean[c] = channel c's mean over the batch, squares[c] = the sum of its squared deviations from
+  /// it (not E[x^2] - mean^2, which cancels catastrophically when |mean| >> std), each a pass over X;
+  /// with SyncBN over the global batch, whose element count `count` becomes. A count of 1 leaves
+  /// both undefined.
+  Status TwoPassStatistics(const ChannelView& v, const T* x, T* mean, T* squares, T& count) {
+    const int64_t c = v.c;
+    ChannelSums(
+        v, mean, [&](int64_t i, int64_t) { return x[i]; },
+        [&](int64_t base, int64_t n, int64_t) { return ConstEigenVec<T>(x + base, n).sum(); });
+    if constexpr (kSync) PC_RETURN_IF_ERROR(SumWithCount(mean, c, count));
+    if (count == 1) return Status::OK();
+    for (int64_t k = 0; k < c; ++k) mean[k] /= count;
+    ChannelSums(
+        v, squares,
+        [&](int64_t i, int64_t k) {
+          T d = x[i] - mean[k];
+          return d * d;
+        },
+        [&](int64_t base, int64_t n, int64_t k) { return (ConstEigenVec<T>(x + base, n) - mean[k]).square().sum(); });
+    if constexpr (kSync) PC_RETURN_IF_ERROR(SumOverRanks(squares, c));
+    return Status::OK();
+  }
+
   static T* OutOrScratch(KernelContext& ctx, OutSlot slot, std::vector<T>& scratch, int64_t c) {
     if (Tensor* t = ctx.OutOpt(slot)) return t->data<T>();
     scratch.resize(c);
@@ -334,13 +416,15 @@ class BatchNormGradKernel final : public OpKernel {
     dscale_.resize(c);
     T* dbias = dbias_.data();
     T* dscale = dscale_.data();
-    ChannelSums(
-        v, dbias, [&](int64_t i, int64_t) { return dy[i]; },
-        [&](int64_t base, int64_t n, int64_t) { return ConstEigenVec<T>(dy + base, n).sum(); });
-    ChannelSums(
-        v, dscale, [&](int64_t i, int64_t k) { return dy[i] * (x[i] - mean[k]); },
+    // Both sums in one pass over dY and X (the tensors are larger than L2 in LeNet's training).
+    ChannelSums<2>(
+        v, std::array<T*, 2>{dbias, dscale},
+        [&](int64_t i, int64_t k) {
+          return std::array<T, 2>{dy[i], dy[i] * (x[i] - mean[k])};
+        },
         [&](int64_t base, int64_t n, int64_t k) {
-          return (ConstEigenVec<T>(dy + base, n) * (ConstEigenVec<T>(x + base, n) - mean[k])).sum();
+          const auto d = ConstEigenVec<T>(dy + base, n);
+          return std::array<T, 2>{d.sum(), (d * (ConstEigenVec<T>(x + base, n) - mean[k])).sum()};
         });
     for (int64_t k = 0; k < c; ++k) dscale[k] *= inv_std[k];
     // The sums X@GRAD uses: this rank's, or with SyncBN (in training) the global batch's.

@@ -260,6 +260,25 @@ TEST_CASE("batch_norm and batch_norm_grad with blocked tensors compute the NCHW 
     ExpectClose(blocked_grad->Out(slot), plain_grad->Out(slot), tol, slot);
 }
 
+// The blocked layout takes its statistics in one pass (nn/norm.cc, BlockedMeanAndSquares): planes'
+// deviations from their own means, merged. With |mean| >> std, E[x^2] - mean^2 in float32 would
+// lose every digit of the variance (x^2 near 1e6, its rounding near 0.06, the variance 0.33).
+TEST_CASE("batch_norm's blocked statistics keep the variance when the mean dwarfs it") {
+  const int64_t block = ops::nn::ActivationBlockChannels();
+  const Dims dims{5, block, 6, 7};
+  BnInputs in = MakeBnInputs(dims, block, 950);
+  in.x = RandomTensor(DType::kFloat32, dims, 951, 999, 1001);
+  OpTest t("batch_norm");
+  SetUpBn(t, {Reblock(in.x, block, true), in.scale, in.bias, in.mean, in.var});
+  t.Attr("blocked", true);
+  REQUIRE_OK(t.Run());
+  const BnRef r = RefBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, false, false, 0.9, 1e-5);
+  t.ExpectOutput("SavedMean", r.saved_mean, {1e-3, 1e-6});
+  t.ExpectOutput("SavedVariance", r.saved_inv_std, {1e-3, 1e-4});
+  t.ExpectOutput("VarianceOut", r.var_out, {1e-4, 1e-4});
+  ExpectClose(Reblock(t.Out("Y"), block, false), r.y, {2e-3, 1e-3}, "Y");
+}
+
 TEST_CASE("batch_norm's blocked layout needs float32 NCHW with whole channel blocks") {
   OpTest partial("batch_norm");
   SetUpBn(partial, MakeBnInputs({2, 12, 3, 3}, 12, 910));
