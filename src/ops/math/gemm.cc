@@ -547,12 +547,7 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
   if (s.m <= kSmallRows && s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b) {
     // A B seen unchanged on two calls in a row is packed once and read packed from then on.
     PackedB& pb = packed_;
-    const bool same = b_stamp != 0 && pb.stamp == b_stamp && pb.b == b && pb.shape == s;
-    if (!same) pb.ready = false;
-    pb.stamp = b_stamp;
-    pb.b = b;
-    pb.shape = s;
-    if (same && !pb.ready) {
+    if (pb.SameAsLast(b, s, b_stamp) && !pb.ready) {
       pb.data.resize(SmallRowsPackedSize(s));
       PackSmallRowsB(s, b, pb.data.data());
       pb.ready = true;
@@ -564,11 +559,7 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
   if (const TiledGemmUse use = GetTiledGemmUse(); use != TiledGemmUse::kNever) {
     const int threads = runtime::OneDnnThreads(2.0 * static_cast<double>(s.m) * s.n * s.k);
     PackedB& pb = packed_;
-    const bool same = b_stamp != 0 && pb.stamp == b_stamp && pb.b == b && pb.shape == s;
-    if (!same) pb.ready = false;
-    pb.stamp = b_stamp;
-    pb.b = b;
-    pb.shape = s;
+    const bool same = pb.SameAsLast(b, s, b_stamp);
     const bool kept = same && PackedFits(s);
     const bool tiles = TiledGemmTakes(use, kept, OneDnnRunsAvx512());
     if (tiles && PackedFits(s) && (same || !CopiedFits(s))) {

@@ -91,6 +91,16 @@ class Gemm<float> {
     GemmShape shape;
     bool ready = false;  // `data` holds that B, packed
     AlignedVector<float> data;
+    /// Records this call's B and returns whether it is the last call's, unchanged (a non-zero stamp
+    /// seen twice, same memory, same shape); if not, `data` no longer holds it.
+    bool SameAsLast(const float* b_now, const GemmShape& s, uint64_t b_stamp) {
+      const bool same = b_stamp != 0 && stamp == b_stamp && b == b_now && shape == s;
+      if (!same) ready = false;
+      stamp = b_stamp;
+      b = b_now;
+      shape = s;
+      return same;
+    }
   };
   PackedB packed_;
   /// Room for a transposed A copied into row tiles at each call (math/gemm.cc, PackTransposedTiles).
