@@ -136,11 +136,10 @@ void SmallRowsGemm(const GemmShape& s, GemmEpilogue e, const float* a, const flo
   runtime::ParallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
     for (int64_t j0 = b0 * kColumnBlock; j0 < std::min(n, b1 * kColumnBlock); j0 += kColumnBlock) {
       const int64_t w = std::min(kColumnBlock, n - j0);
+      // The block's rows accumulate in registers while B's rows stream by; C is written once.
       float acc[kSmallRows][kColumnBlock];
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < kColumnBlock; ++j) acc[i][j] = e.bias && j < w ? bias[j0 + j] : 0.0f;
-          // One row of a column block accumulates in registers while B's rows stream by; C is read and
-          // written once.
 #if defined(__AVX2__) && defined(__FMA__)
       if (wide) {
         kRowsTimesPanel512[m - 1](k, a, k, packed + j0 * k, acc[0]);
@@ -505,17 +504,18 @@ struct Gemm<float>::Primitive {
   int nargs = 0;
 };
 
-TiledGemmUse GetTiledGemmUse() { return static_cast<TiledGemmUse>(TiledGemmUseWord().load(std::memory_order_relaxed)); }
-void SetTiledGemmUse(TiledGemmUse use) { TiledGemmUseWord().store(static_cast<int>(use), std::memory_order_relaxed); }
+TiledGemmUse GetTiledGemmUse() {
+  return static_cast<TiledGemmUse>(TiledGemmUseWord().load(std::memory_order_relaxed));
+}
+void SetTiledGemmUse(TiledGemmUse use) {
+  TiledGemmUseWord().store(static_cast<int>(use), std::memory_order_relaxed);
+}
 
 bool TiledGemmTakes(TiledGemmUse use, bool b_kept, bool onednn_avx512) {
   switch (use) {
-    case TiledGemmUse::kAlways:
-      return true;
-    case TiledGemmUse::kNever:
-      return false;
-    case TiledGemmUse::kAuto:
-      return b_kept || !onednn_avx512;
+    case TiledGemmUse::kAlways: return true;
+    case TiledGemmUse::kNever: return false;
+    case TiledGemmUse::kAuto: return b_kept || !onednn_avx512;
   }
   return false;
 }

@@ -1,7 +1,8 @@
 // Batched matrix products for the math family: float32 on paddlec's register-tiled GEMM (2-D
 // products of at least 6 x 16, B packed once while its contents stay the same; where oneDNN runs
-// AVX-512, only those with B kept packed) or a cached oneDNN matmul primitive (the rest), float64
-// on Eigen (oneDNN's matmul has no f64).
+// AVX-512, only those with B kept packed), on a row-times-panel product for 1 to 4 rows (B packed
+// into 64-column panels while it stays the same) or a cached oneDNN matmul primitive (the rest),
+// float64 on Eigen (oneDNN's matmul has no f64).
 //
 // Operands are row-major tensors read through strides, so transposed operands cost nothing: no
 // reorders, no copies. A Gemm object belongs to one kernel instance and keeps its primitive (and

@@ -236,11 +236,10 @@ void MapChannels(const ChannelView& v, F&& f, Plane&& plane) {
   if (v.block == 8) return BlockedMapChannels<8>(v, f);
   if (v.block == 16) return BlockedMapChannels<16>(v, f);
   if (v.inner == 1) {
-    ParallelFor(v.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.c, 1)),
-                [&](int64_t o0, int64_t o1) {
-                  for (int64_t o = o0; o < o1; ++o)
-                    for (int64_t c = 0; c < v.c; ++c) f(o * v.c + c, c);
-                });
+    ParallelFor(v.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.c, 1)), [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o)
+        for (int64_t c = 0; c < v.c; ++c) f(o * v.c + c, c);
+    });
     return;
   }
   ParallelFor(v.outer * v.c, std::max<int64_t>(1, kElementwiseGrain / v.inner), [&](int64_t p0, int64_t p1) {
@@ -330,9 +329,7 @@ class BatchNormKernel final : public OpKernel {
     const T* b = b_.data();
     MapChannels(
         v, [&](int64_t i, int64_t k) { y[i] = x[i] * a[k] + b[k]; },
-        [&](int64_t base, int64_t n, int64_t k) {
-          MutEigenVec<T>(y + base, n) = ConstEigenVec<T>(x + base, n) * a[k] + b[k];
-        });
+        [&](int64_t base, int64_t n, int64_t k) { MutEigenVec<T>(y + base, n) = ConstEigenVec<T>(x + base, n) * a[k] + b[k]; });
     return Status::OK();
   }
 
