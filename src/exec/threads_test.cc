@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <xmmintrin.h>
 
 #include <algorithm>
@@ -233,6 +234,33 @@ TEST_CASE("RunTasks runs every task once, however many threads and tasks") {
       CHECK(bad_slot == 0);
       for (auto& r : runs) REQUIRE(r == 1);
     }
+}
+
+TEST_CASE("RunTasks in a forked child starts workers of its own and runs every task") {
+  // The parent's pool has a worker; the child inherits the pool but not its thread, so a job that
+  // counted on that worker would wait for it forever.
+  std::atomic<int> parent_runs{0};
+  runtime::RunTasks(64, 2, [&](int64_t, int) { ++parent_runs; });
+  REQUIRE(parent_runs == 64);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::atomic<int> runs{0}, on_worker{0};
+    std::atomic<bool> worker_started{false};
+    runtime::RunTasks(64, 2, [&](int64_t i, int slot) {
+      ++runs;
+      if (slot != 0) worker_started = true, ++on_worker;
+      // The caller holds the first task until a worker has one, so the worker must exist.
+      if (i == 0)
+        for (auto start = std::chrono::steady_clock::now(); !worker_started;)
+          if (std::chrono::steady_clock::now() - start > std::chrono::seconds(10)) _exit(3);
+    });
+    _exit(runs == 64 && on_worker > 0 ? 0 : 2);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("RunTasks gives the caller the first tasks and a worker the last, each a contiguous run") {

@@ -261,6 +261,19 @@ class Backoff {
   uint32_t looks_ = 0;
 };
 
+/// Forks since the first TaskPool, counted in the child: a child's count is its parent's plus one.
+/// TaskPool compares it at every job to notice that its workers stayed behind in the parent; it
+/// compared getpid() before, a system call at every job (glibc caches no pid), 0.12 us in this VM.
+std::atomic<uint32_t> g_fork_generation{0};
+uint32_t ForkGeneration() {
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1, std::memory_order_relaxed); });
+    return true;
+  }();
+  (void)registered;
+  return g_fork_generation.load(std::memory_order_relaxed);
+}
+
 /// The workers of one calling thread's RunTasks. A job is published as an epoch in the high half of
 /// `claim_` and, in the low half, how many tasks have been claimed from its front and how many from
 /// its back; a thread takes a task by compare-exchange, which fails once the epoch has moved on, so a
@@ -278,10 +291,10 @@ class Backoff {
 /// With more threads the workers share the back, taking its tasks in turn.
 class TaskPool {
  public:
-  TaskPool() : owner_pid_(::getpid()) {}
+  TaskPool() : fork_(ForkGeneration()) {}
   ~TaskPool() {
     // After a fork the workers are not this process's threads: nothing to stop.
-    if (::getpid() != owner_pid_) return;
+    if (ForkGeneration() != fork_) return;
     stop_.store(true);
     Publish(0, 0, TaskFn{nullptr, nullptr});
     for (pthread_t t : workers_) pthread_join(t, nullptr);
@@ -290,9 +303,9 @@ class TaskPool {
   // noexcept: a task that throws ends the process, as in an OpenMP region, rather than leave workers
   // running on a frame that is gone.
   void Run(int64_t tasks, int threads, TaskFn fn) noexcept {
-    if (::getpid() != owner_pid_) {  // a forked child: its parent's workers are gone
+    if (ForkGeneration() != fork_) {  // a forked child: its parent's workers are gone
       workers_.clear();
-      owner_pid_ = ::getpid();
+      fork_ = ForkGeneration();
     }
     Grow(threads - 1);
     done_.store(0, std::memory_order_relaxed);
@@ -411,7 +424,7 @@ class TaskPool {
     }
   }
 
-  pid_t owner_pid_;
+  uint32_t fork_;  // ForkGeneration() when the workers were this process's
   std::vector<pthread_t> workers_;
   uint32_t epoch_ = 0;  // the caller's copy of claim_'s epoch
   std::atomic<uint64_t> claim_{0};
