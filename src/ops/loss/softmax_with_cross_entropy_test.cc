@@ -155,6 +155,31 @@ TEST_CASE("softmax_with_cross_entropy runs without the intermediate Softmax outp
   t.ExpectOutput("Loss", RefSwce(x, label, -1, false).loss, {1e-6, 1e-5});
 }
 
+TEST_CASE("softmax_with_cross_entropy over lines in several blocks, and lines longer than a block") {
+  // The last axis is exponentiated a block of lines at a time (4096 elements): 8000 x 10 spans
+  // three chunks of the pool and several blocks in each; a line of 5000 classes is a block of its
+  // own, and without the Softmax output it has no room there.
+  const std::pair<int64_t, int64_t> shapes[] = {{8000, 10}, {3, 5000}};
+  for (bool with_softmax : {true, false})
+    for (auto [lines, n] : shapes) {
+      CAPTURE(with_softmax);
+      CAPTURE(lines);
+      Tensor x = RandomTensor(DType::kFloat32, {lines, n}, 161 + n, -8, 8);
+      std::vector<int64_t> labels = ToVector<int64_t>(RandomLabels({lines, 1}, n, 162 + n));
+      labels[1] = -100;  // ignored, in the first block
+      labels[lines - 1] = -100;
+      Tensor label = MakeTensor<int64_t>({lines, 1}, labels);
+      OpTest t("softmax_with_cross_entropy");
+      t.Input("Logits", x).Input("Label", label).Output("Loss");
+      if (with_softmax) t.Output("Softmax");
+      REQUIRE_OK(t.Run());
+      Ref ref = RefSwce(x, label, -1, false);
+      if (with_softmax) t.ExpectOutput("Softmax", ref.softmax, {1e-6, 1e-5});
+      t.ExpectOutput("Loss", ref.loss, {1e-6, 1e-5});
+      CHECK(ToVector<float>(t.Out("Loss"))[1] == 0.0f);
+    }
+}
+
 TEST_CASE("softmax_with_cross_entropy rejects labels outside the classes at run time") {
   OpTest t("softmax_with_cross_entropy");
   t.Input("Logits", RandomTensor(DType::kFloat32, {2, 7, 3}, 161)).Attr("axis", 1);
