@@ -102,9 +102,30 @@ void ForChannels(const ChannelView& v, F&& fn) {
   ParallelFor(v.c, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel(), 1)), fn);
 }
 
+/// kN sums over one image's plane of a channel group (`inner` pixels of kBlock lanes): out[j][l] =
+/// the sum over pixels p of term(p, l)[j], as four partial sums per lane (vector adds across the
+/// lanes) added as (0 + 1) + (2 + 3). Every blocked reduction below sums in this order.
+template <int kBlock, int kN, class T, class Term>
+inline void PlaneSums(int64_t inner, Term&& term, T (&out)[kN][kBlock]) {
+  T acc[kN][4][kBlock] = {};
+  int64_t p = 0;
+  for (; p + 4 <= inner; p += 4)
+    for (int u = 0; u < 4; ++u)
+      for (int l = 0; l < kBlock; ++l) {
+        const std::array<T, kN> t = term(p + u, l);
+        for (int j = 0; j < kN; ++j) acc[j][u][l] += t[j];
+      }
+  for (; p < inner; ++p)
+    for (int l = 0; l < kBlock; ++l) {
+      const std::array<T, kN> t = term(p, l);
+      for (int j = 0; j < kN; ++j) acc[j][0][l] += t[j];
+    }
+  for (int j = 0; j < kN; ++j)
+    for (int l = 0; l < kBlock; ++l) out[j][l] = (acc[j][0][l] + acc[j][1][l]) + (acc[j][2][l] + acc[j][3][l]);
+}
+
 /// ChannelSums over a blocked view, kN sums at once: f(i, c) returns element i's kN terms. Per group
-/// of kBlock channels, four partial sums per channel over each image (vector adds across the
-/// group's lanes), added in a fixed order, the same for each of the kN sums.
+/// of kBlock channels, each image's PlaneSums, added in image order.
 template <int kBlock, int kN, class T, class F>
 void BlockedChannelSums(const ChannelView& v, std::array<T*, kN> sums, F&& f) {
   const int64_t groups = v.c / kBlock;
@@ -114,23 +135,12 @@ void BlockedChannelSums(const ChannelView& v, std::array<T*, kN> sums, F&& f) {
                   const int64_t c0 = g * kBlock;
                   T total[kN][kBlock] = {};
                   for (int64_t o = 0; o < v.outer; ++o) {
-                    T acc[kN][4][kBlock] = {};
                     const int64_t base = (o * groups + g) * v.inner * kBlock;
-                    int64_t p = 0;
-                    for (; p + 4 <= v.inner; p += 4)
-                      for (int u = 0; u < 4; ++u)
-                        for (int l = 0; l < kBlock; ++l) {
-                          const std::array<T, kN> t = f(base + (p + u) * kBlock + l, c0 + l);
-                          for (int j = 0; j < kN; ++j) acc[j][u][l] += t[j];
-                        }
-                    for (; p < v.inner; ++p)
-                      for (int l = 0; l < kBlock; ++l) {
-                        const std::array<T, kN> t = f(base + p * kBlock + l, c0 + l);
-                        for (int j = 0; j < kN; ++j) acc[j][0][l] += t[j];
-                      }
+                    T plane[kN][kBlock];
+                    PlaneSums<kBlock, kN>(
+                        v.inner, [&](int64_t p, int l) { return f(base + p * kBlock + l, c0 + l); }, plane);
                     for (int j = 0; j < kN; ++j)
-                      for (int l = 0; l < kBlock; ++l)
-                        total[j][l] += (acc[j][0][l] + acc[j][1][l]) + (acc[j][2][l] + acc[j][3][l]);
+                      for (int l = 0; l < kBlock; ++l) total[j][l] += plane[j][l];
                   }
                   for (int j = 0; j < kN; ++j) std::copy(total[j], total[j] + kBlock, sums[j] + c0);
                 }
@@ -152,33 +162,22 @@ void BlockedMeanAndSquares(const ChannelView& v, const T* x, T* mean, T* squares
                   T seen = 0;
                   for (int64_t o = 0; o < v.outer; ++o) {
                     const T* xo = x + (o * groups + g) * inner * kBlock;
-                    T acc[4][kBlock] = {};
-                    int64_t p = 0;
-                    for (; p + 4 <= inner; p += 4)
-                      for (int u = 0; u < 4; ++u)
-                        for (int l = 0; l < kBlock; ++l) acc[u][l] += xo[(p + u) * kBlock + l];
-                    for (; p < inner; ++p)
-                      for (int l = 0; l < kBlock; ++l) acc[0][l] += xo[p * kBlock + l];
-                    T plane_mean[kBlock];
-                    for (int l = 0; l < kBlock; ++l)
-                      plane_mean[l] = ((acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l])) / static_cast<T>(inner);
-                    T dev[4][kBlock] = {};
-                    for (p = 0; p + 4 <= inner; p += 4)
-                      for (int u = 0; u < 4; ++u)
-                        for (int l = 0; l < kBlock; ++l) {
-                          const T d = xo[(p + u) * kBlock + l] - plane_mean[l];
-                          dev[u][l] += d * d;
-                        }
-                    for (; p < inner; ++p)
-                      for (int l = 0; l < kBlock; ++l) {
-                        const T d = xo[p * kBlock + l] - plane_mean[l];
-                        dev[0][l] += d * d;
-                      }
+                    T sum[1][kBlock], dev[1][kBlock], plane_mean[kBlock];
+                    PlaneSums<kBlock, 1>(
+                        inner, [&](int64_t p, int l) { return std::array<T, 1>{xo[p * kBlock + l]}; }, sum);
+                    for (int l = 0; l < kBlock; ++l) plane_mean[l] = sum[0][l] / static_cast<T>(inner);
+                    PlaneSums<kBlock, 1>(
+                        inner,
+                        [&](int64_t p, int l) {
+                          const T d = xo[p * kBlock + l] - plane_mean[l];
+                          return std::array<T, 1>{d * d};
+                        },
+                        dev);
                     const T n = static_cast<T>(inner), total = seen + n;
                     for (int l = 0; l < kBlock; ++l) {
                       const T delta = plane_mean[l] - mu[l];
                       mu[l] += delta * (n / total);
-                      m2[l] += ((dev[0][l] + dev[1][l]) + (dev[2][l] + dev[3][l])) + delta * delta * (seen * n / total);
+                      m2[l] += dev[0][l] + delta * delta * (seen * n / total);
                     }
                     seen = total;
                   }
