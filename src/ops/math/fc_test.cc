@@ -67,11 +67,14 @@ TEST_CASE("fc keeps W packed across steps only while W's contents stay the same"
   // copy after; a new W written into the same memory must be packed again, whichever step it
   // arrives on. Under kAuto, where oneDNN runs AVX-512, the steps that do not reuse a packed W run
   // on oneDNN, so the product moves between the two and back. Up to 4 rows the small-row path packs
-  // W into 64-column panels the same way (100 columns: a whole panel and a padded one).
+  // W into 64-column panels the same way, the last one as narrow as its columns allow (100 columns:
+  // a whole panel and one of 48; 90: one of 32; 10: one of 16), and where one thread runs every
+  // panel it goes through them in the other order at every other step; 530 columns on 2 threads.
   struct Shape {
     int64_t m, n;
   };
-  for (const Shape sh : {Shape{20, 40}, Shape{1, 100}, Shape{3, 100}, Shape{4, 40}})
+  for (const Shape sh : {Shape{20, 40}, Shape{1, 100}, Shape{3, 100}, Shape{4, 40}, Shape{2, 90}, Shape{1, 10},
+                         Shape{1, 530}})
     for (const ops::math::TiledGemmUse use : {ops::math::TiledGemmUse::kAuto, ops::math::TiledGemmUse::kAlways}) {
       CAPTURE(sh.m);
       CAPTURE(static_cast<int>(use));

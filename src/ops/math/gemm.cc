@@ -58,61 +58,71 @@ inline void RowTimesBlock64(int64_t k, const float* a, const float* b, int64_t l
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-/// acc[M][64] (rows 64 apart) += A's M rows (lda apart) times a packed panel of B: K rows of 64
-/// contiguous columns. One pass over the panel serves every row, 4 zmm accumulators a row; a single
-/// row keeps a second set for odd k, so eight sums are in flight. The panel streams from L2 a
-/// cache line per load: 0.8 MB (half of LeNet's fc1) took 4.4 us on one core of a Xeon with two
-/// AVX-512 FMA units, against 6.9-8.4 us for RowTimesBlock64 on the unpacked rows.
-template <int M>
+/// acc[M][64] (rows 64 apart) += A's M rows (lda apart) times a packed panel of B: K rows of 16 * V
+/// contiguous columns (V = 4 but in a last, narrower panel). One pass over the panel serves every
+/// row, V zmm accumulators a row; a single row keeps a second set for odd k, so 2V sums are in
+/// flight. The panel streams from L2 a cache line per load: 0.8 MB (half of LeNet's fc1) took 4.4 us
+/// on one core of a Xeon with two AVX-512 FMA units, against 6.9-8.4 us for RowTimesBlock64 on the
+/// unpacked rows.
+template <int M, int V>
 __attribute__((target("avx512f"))) void RowsTimesPanel512(int64_t k, const float* a, int64_t lda, const float* p,
                                                           float* acc) {
-  __m512 c[M][4], d[4];
+  constexpr int64_t kWidth = 16 * V;
+  __m512 c[M][V], d[V];
   for (int i = 0; i < M; ++i)
-    for (int v = 0; v < 4; ++v) c[i][v] = _mm512_loadu_ps(acc + i * kColumnBlock + 16 * v);
-  for (int v = 0; v < 4; ++v) d[v] = _mm512_setzero_ps();
+    for (int v = 0; v < V; ++v) c[i][v] = _mm512_loadu_ps(acc + i * kColumnBlock + 16 * v);
+  for (int v = 0; v < V; ++v) d[v] = _mm512_setzero_ps();
   int64_t q = 0;
   if constexpr (M == 1) {
-    for (; q + 1 < k; q += 2, p += 2 * kColumnBlock) {
+    for (; q + 1 < k; q += 2, p += 2 * kWidth) {
       const __m512 x0 = _mm512_set1_ps(a[q]), x1 = _mm512_set1_ps(a[q + 1]);
-      for (int v = 0; v < 4; ++v) {
+      for (int v = 0; v < V; ++v) {
         c[0][v] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(p + 16 * v), c[0][v]);
-        d[v] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(p + kColumnBlock + 16 * v), d[v]);
+        d[v] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(p + kWidth + 16 * v), d[v]);
       }
     }
   }
-  for (; q < k; ++q, p += kColumnBlock) {
-    const __m512 w0 = _mm512_loadu_ps(p), w1 = _mm512_loadu_ps(p + 16);
-    const __m512 w2 = _mm512_loadu_ps(p + 32), w3 = _mm512_loadu_ps(p + 48);
+  for (; q < k; ++q, p += kWidth) {
+    __m512 w[V];
+    for (int v = 0; v < V; ++v) w[v] = _mm512_loadu_ps(p + 16 * v);
     for (int i = 0; i < M; ++i) {
       const __m512 x = _mm512_set1_ps(a[i * lda + q]);
-      c[i][0] = _mm512_fmadd_ps(x, w0, c[i][0]);
-      c[i][1] = _mm512_fmadd_ps(x, w1, c[i][1]);
-      c[i][2] = _mm512_fmadd_ps(x, w2, c[i][2]);
-      c[i][3] = _mm512_fmadd_ps(x, w3, c[i][3]);
+      for (int v = 0; v < V; ++v) c[i][v] = _mm512_fmadd_ps(x, w[v], c[i][v]);
     }
   }
   for (int i = 0; i < M; ++i)
-    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(acc + i * kColumnBlock + 16 * v, _mm512_add_ps(c[i][v], d[v]));
+    for (int v = 0; v < V; ++v) _mm512_storeu_ps(acc + i * kColumnBlock + 16 * v, _mm512_add_ps(c[i][v], d[v]));
 }
 
 using PanelKernel512 = void (*)(int64_t, const float*, int64_t, const float*, float*);
-constexpr PanelKernel512 kRowsTimesPanel512[kSmallRows] = {RowsTimesPanel512<1>, RowsTimesPanel512<2>,
-                                                           RowsTimesPanel512<3>, RowsTimesPanel512<4>};
+template <int M>
+constexpr PanelKernel512 kPanelWidths512[4] = {RowsTimesPanel512<M, 1>, RowsTimesPanel512<M, 2>,
+                                               RowsTimesPanel512<M, 3>, RowsTimesPanel512<M, 4>};
+/// By rows (1..kSmallRows), then by the panel's width in 16-column vectors (1..4).
+constexpr const PanelKernel512* kRowsTimesPanel512[kSmallRows] = {kPanelWidths512<1>, kPanelWidths512<2>,
+                                                                  kPanelWidths512<3>, kPanelWidths512<4>};
 #endif
 
-/// Room SmallRowsGemm's packed B takes: K rows of every 64-column block, the last padded with zeros.
-int64_t SmallRowsPackedSize(const GemmShape& s) { return (s.n + kColumnBlock - 1) / kColumnBlock * kColumnBlock * s.k; }
+/// Width of the packed panel of B's columns from j0: a 64-column block, or the last block's columns
+/// rounded up to a vector. Padded to 64, fc's 10-class output layer read 6 times its weights.
+int64_t SmallRowsPanelWidth(int64_t n, int64_t j0) { return std::min(kColumnBlock, (n - j0 + 15) / 16 * 16); }
 
-/// B [K, N] as SmallRowsGemm reads it packed: each 64-column block's K rows contiguous, so that a
-/// thread's slice of B is one sequential stream.
+/// Room SmallRowsGemm's packed B takes: K rows of every panel (SmallRowsPanelWidth).
+int64_t SmallRowsPackedSize(const GemmShape& s) {
+  const int64_t last = (s.n - 1) / kColumnBlock * kColumnBlock;
+  return (last + SmallRowsPanelWidth(s.n, last)) * s.k;
+}
+
+/// B [K, N] as SmallRowsGemm reads it packed: each panel's K rows contiguous, so that a thread's
+/// slice of B is one sequential stream. Panel j0 starts at j0 * K (only the last is narrower).
 void PackSmallRowsB(const GemmShape& s, const float* b, float* packed) {
   for (int64_t j0 = 0; j0 < s.n; j0 += kColumnBlock) {
-    const int64_t w = std::min(kColumnBlock, s.n - j0);
+    const int64_t w = std::min(kColumnBlock, s.n - j0), width = SmallRowsPanelWidth(s.n, j0);
     float* panel = packed + j0 * s.k;
     for (int64_t q = 0; q < s.k; ++q) {
-      float* row = panel + q * kColumnBlock;
+      float* row = panel + q * width;
       std::memcpy(row, b + q * s.n + j0, static_cast<size_t>(w) * sizeof(float));
-      std::fill(row + w, row + kColumnBlock, 0.0f);
+      std::fill(row + w, row + width, 0.0f);
     }
   }
 }
@@ -124,8 +134,17 @@ void PackSmallRowsB(const GemmShape& s, const float* b, float* packed) {
 /// inference's weights), or null to read B as it is. The only synchronisation is the pool's fork and
 /// join, which sleep after a bounded spin (runtime/threads.h), so a busy machine slows it down
 /// gracefully.
+///
+/// One thread running every block goes through them `backwards` on every other call. The MLP's
+/// weights (2.15 MB packed) overflow one core's 2 MiB L2 by a little: read in the same order at
+/// every step, each block had been evicted just before its turn came, and every read came from L3;
+/// read back the other way, a step starts on the blocks the last one read most recently. MLP
+/// inference at batch 1 on one thread (paddlec_bench, ms a step, 3 rotating runs): 0.043-0.051 in
+/// one order, 0.030-0.035 alternating, 0.027-0.031 with the last panel narrowed too
+/// (SmallRowsPanelWidth); LeNet 0.081-0.084 before both, 0.070-0.074 after. On two threads each core
+/// keeps its own half, and the order stays.
 void SmallRowsGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, const float* packed,
-                   const float* bias, float* c) {
+                   const float* bias, float* c, bool backwards) {
   const int64_t m = s.m, k = s.k, n = s.n;
   const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
 #if defined(__AVX2__) && defined(__FMA__)
@@ -134,7 +153,9 @@ void SmallRowsGemm(const GemmShape& s, GemmEpilogue e, const float* a, const flo
   // Worth a thread: about 64K multiply-adds, ~5 us of one core.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * m * kColumnBlock));
   runtime::ParallelFor(blocks, grain, [&](int64_t b0, int64_t b1) {
-    for (int64_t j0 = b0 * kColumnBlock; j0 < std::min(n, b1 * kColumnBlock); j0 += kColumnBlock) {
+    const bool rev = backwards && b0 == 0 && b1 == blocks;
+    for (int64_t t = b0; t < b1; ++t) {
+      const int64_t j0 = (rev ? blocks - 1 - t : t) * kColumnBlock;
       const int64_t w = std::min(kColumnBlock, n - j0);
       // The block's rows accumulate in registers while B's rows stream by; C is written once.
       float acc[kSmallRows][kColumnBlock];
@@ -142,18 +163,19 @@ void SmallRowsGemm(const GemmShape& s, GemmEpilogue e, const float* a, const flo
         for (int64_t j = 0; j < kColumnBlock; ++j) acc[i][j] = e.bias && j < w ? bias[j0 + j] : 0.0f;
 #if defined(__AVX2__) && defined(__FMA__)
       if (wide) {
-        kRowsTimesPanel512[m - 1](k, a, k, packed + j0 * k, acc[0]);
+        kRowsTimesPanel512[m - 1][SmallRowsPanelWidth(n, j0) / 16 - 1](k, a, k, packed + j0 * k, acc[0]);
       } else
 #endif
         for (int64_t i = 0; i < m; ++i) {
           const float* ai = a + i * k;
-          if (packed != nullptr) {
-            RowTimesBlock64(k, ai, packed + j0 * k, kColumnBlock, acc[i]);
-          } else if (w == kColumnBlock) {
-            RowTimesBlock64(k, ai, b + j0, n, acc[i]);
+          // B's columns j0.. as stored: packed (rows `ldb` apart) or in place.
+          const float* bj = packed != nullptr ? packed + j0 * k : b + j0;
+          const int64_t ldb = packed != nullptr ? SmallRowsPanelWidth(n, j0) : n;
+          if (w == kColumnBlock) {
+            RowTimesBlock64(k, ai, bj, ldb, acc[i]);
           } else {
             for (int64_t q = 0; q < k; ++q) {
-              const float* bq = b + q * n + j0;
+              const float* bq = bj + q * ldb;
               const float aiq = ai[q];
               for (int64_t j = 0; j < w; ++j) acc[i][j] += aiq * bq[j];
             }
@@ -552,7 +574,8 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
       PackSmallRowsB(s, b, pb.data.data());
       pb.ready = true;
     }
-    SmallRowsGemm(s, e, a, b, pb.ready ? pb.data.data() : nullptr, bias, c);
+    backwards_ = !backwards_;
+    SmallRowsGemm(s, e, a, b, pb.ready ? pb.data.data() : nullptr, bias, c, backwards_);
     return Status::OK();
   }
 #if defined(__AVX2__) && defined(__FMA__)

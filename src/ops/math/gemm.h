@@ -104,6 +104,7 @@ class Gemm<float> {
     }
   };
   PackedB packed_;
+  bool backwards_ = false;  // the few-row path's block order at the last call (math/gemm.cc)
   /// Room for a transposed A copied into row tiles at each call (math/gemm.cc, PackTransposedTiles).
   float* PackedARoom(const GemmShape& s);
   AlignedVector<float> packed_a_;
