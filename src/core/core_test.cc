@@ -1,11 +1,16 @@
-// Tests of the core layer: dims arithmetic, errors, dtypes, places and files.
+// Tests of the core layer: dims arithmetic, errors, dtypes, places, files and environment switches.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "paddlec/core/dims.h"
 #include "paddlec/core/dtype.h"
+#include "paddlec/core/env.h"
 #include "paddlec/core/error.h"
 #include "paddlec/core/file.h"
 #include "paddlec/core/place.h"
@@ -149,6 +154,58 @@ TEST_CASE("Files: atomic writes leave nothing behind on failure") {
   CHECK(FileExtension("a/b.PbTxt") == ".pbtxt");
   CHECK(FileExtension("a.b/c") == "");
   std::filesystem::remove_all(dir);
+}
+
+/// What `fn` writes to stderr.
+template <class F>
+std::string CapturedStderr(F&& fn) {
+  const auto path = std::filesystem::temp_directory_path() / ("paddlec_core_test_stderr_" + std::to_string(getpid()));
+  std::fflush(stderr);
+  const int saved = dup(2);
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  dup2(fileno(f), 2);
+  fn();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::fclose(f);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(path);
+  return text.str();
+}
+
+TEST_CASE("Environment switches: their own values are taken, others are warned about and ignored") {
+  constexpr const char* kName = "PADDLEC_CORE_TEST_SWITCH";
+  auto choice = [&] { return EnvChoice(kName, {"auto", "off", "always"}); };
+  unsetenv(kName);
+  CHECK(CapturedStderr([&] { CHECK(!choice().has_value()); }).empty());
+  setenv(kName, "", 1);
+  CHECK(CapturedStderr([&] { CHECK(!choice().has_value()); }).empty());
+  setenv(kName, "always", 1);
+  CHECK(CapturedStderr([&] { CHECK(choice() == "always"); }).empty());
+  setenv(kName, "Off", 1);
+  CHECK(CapturedStderr([&] { CHECK(!choice().has_value()); }) ==
+        "warning: ignoring PADDLEC_CORE_TEST_SWITCH=Off: expected auto or off or always; the default applies\n");
+  setenv(kName, "o\x1b[2Jff", 1);  // a value is escaped as names in errors are
+  CHECK(CapturedStderr([&] { CHECK(!choice().has_value()); }).find("=o\\x1b[2Jff:") != std::string::npos);
+
+  for (const char* good : {"0", "50", "2.5", "1e3"}) {
+    setenv(kName, good, 1);
+    CHECK(CapturedStderr([&] { CHECK(EnvNonNegative(kName) == std::strtod(good, nullptr)); }).empty());
+  }
+  for (const char* bad : {"50us", "-1", "nan", "inf", "fast", " 5", "5 "}) {
+    CAPTURE(bad);
+    setenv(kName, bad, 1);
+    CHECK(CapturedStderr([&] { CHECK(!EnvNonNegative(kName).has_value()); }) ==
+          "warning: ignoring PADDLEC_CORE_TEST_SWITCH=" + std::string(bad) +
+              ": expected a number of at least 0; the default applies\n");
+    CHECK(CapturedStderr([&] { CHECK(!EnvNonNegative(kName, false).has_value()); }).empty());
+  }
+  unsetenv(kName);
+  CHECK(CapturedStderr([&] { CHECK(!EnvNonNegative(kName).has_value()); }).empty());
 }
 
 }  // namespace

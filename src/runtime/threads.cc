@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "paddlec/core/env.h"
+
 namespace paddlec::runtime {
 namespace {
 
@@ -70,16 +72,12 @@ double PauseNanos() {
   return std::max(best, 0.5);
 }
 
-/// How long an idle worker spins before it sleeps: PADDLEC_SPIN_US, else kDefaultSpinMicros.
-double SpinMicros() {
-  static const double micros = [] {
-    if (const char* s = std::getenv("PADDLEC_SPIN_US")) {
-      char* end = nullptr;
-      const double v = std::strtod(s, &end);
-      if (end != s && v >= 0) return v;
-    }
-    return static_cast<double>(kDefaultSpinMicros);
-  }();
+/// How long an idle worker spins before it sleeps: PADDLEC_SPIN_US, else kDefaultSpinMicros. `warn`
+/// false reads it without a warning for a bad value: a process about to replace itself by a copy
+/// (ReexecWithBoundedSpin) leaves the warning to the copy, which would give it again.
+double SpinMicros(bool warn = true) {
+  if (!warn) return EnvNonNegative("PADDLEC_SPIN_US", false).value_or(kDefaultSpinMicros);
+  static const double micros = EnvNonNegative("PADDLEC_SPIN_US").value_or(kDefaultSpinMicros);
   return micros;
 }
 
@@ -87,7 +85,7 @@ double SpinMicros() {
 
 bool SetBoundedSpinEnv() {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return false;
-  const double count = std::clamp(SpinMicros() * 1000.0 / PauseNanos(), 0.0, 1e6);
+  const double count = std::clamp(SpinMicros(false) * 1000.0 / PauseNanos(), 0.0, 1e6);
   char text[32];
   std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(count));
   return setenv("GOMP_SPINCOUNT", text, 0) == 0;
@@ -108,12 +106,16 @@ bool UnbindForExec() {
 }
 
 void ReexecWithBoundedSpin(char** argv) {
-  if (!SetBoundedSpinEnv()) return;
-  // Under OMP_PROC_BIND libgomp's constructor has bound this thread to the first place, and the
-  // binding would outlive exec: the new libgomp would see one CPU and put every thread on it.
-  UnbindForExec();
-  ::execv("/proc/self/exe", argv);
-  // Still here: run on with libgomp's own policy.
+  if (SetBoundedSpinEnv()) {
+    // Under OMP_PROC_BIND libgomp's constructor has bound this thread to the first place, and the
+    // binding would outlive exec: the new libgomp would see one CPU and put every thread on it.
+    UnbindForExec();
+    ::execv("/proc/self/exe", argv);
+    // Still here: run on with libgomp's own policy.
+  }
+  // Read now, so that a bad PADDLEC_SPIN_US is warned about at the start of every run, not only
+  // when a worker first waits.
+  SpinMicros();
 }
 
 int MaxThreads() { return kMaxThreadsPerCore * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }

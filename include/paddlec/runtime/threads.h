@@ -68,7 +68,8 @@ inline constexpr int kDefaultSpinMicros = 50;
 bool SetBoundedSpinEnv();
 /// For main(): when SetBoundedSpinEnv sets the variable, replaces the process by a fresh copy of
 /// itself (same arguments) whose libgomp starts with it; returns when nothing needed doing or the
-/// exec failed.
+/// exec failed, having warned about a PADDLEC_SPIN_US that is not a number of at least 0 (the copy
+/// warns, not the process it replaces: core/env.h).
 void ReexecWithBoundedSpin(char** argv);
 /// Under OpenMP binding (OMP_PROC_BIND), widens the calling thread's CPUs back to every place's, as
 /// they were before libgomp bound it; returns whether it did. ReexecWithBoundedSpin calls it first.

@@ -8,8 +8,9 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <string_view>
+
+#include "paddlec/core/env.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -72,8 +73,7 @@ bool Avx512DoublesFma();
 /// PADDLEC_AVX512 is `off`; `on` takes it wherever the CPU has AVX-512 (for tests and comparisons).
 inline bool TilesUseAvx512() {
   static const bool use = [] {
-    const char* v = std::getenv("PADDLEC_AVX512");
-    const std::string_view choice = v == nullptr ? "" : v;
+    const std::string_view choice = EnvChoice("PADDLEC_AVX512", {"auto", "on", "off"}).value_or("auto");
     if (choice == "off" || !HasAvx512()) return false;
     return choice == "on" || Avx512DoublesFma();
   }();

@@ -6,12 +6,12 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
 #include "common/microkernel.h"
+#include "paddlec/core/env.h"
 #include "paddlec/runtime/onednn.h"
 #include "paddlec/runtime/threads.h"
 
@@ -210,8 +210,7 @@ dnnl::memory::desc MatrixDesc(const Dims& batch, int64_t rows, int64_t cols, boo
 /// The process-wide TiledGemmUse, as an int so that tests may set it while kernels read it.
 std::atomic<int>& TiledGemmUseWord() {
   static std::atomic<int> use = [] {
-    const char* v = std::getenv("PADDLEC_TILED_GEMM");
-    const std::string_view s = v == nullptr ? "" : v;
+    const std::string_view s = EnvChoice("PADDLEC_TILED_GEMM", {"auto", "off", "always"}).value_or("auto");
     return static_cast<int>(s == "off"      ? TiledGemmUse::kNever
                             : s == "always" ? TiledGemmUse::kAlways
                                             : TiledGemmUse::kAuto);

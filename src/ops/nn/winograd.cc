@@ -7,12 +7,12 @@
 #include "nn/winograd.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
 #include "common/microkernel.h"
+#include "paddlec/core/env.h"
 #include "paddlec/runtime/threads.h"
 
 namespace paddlec::ops::nn {
@@ -96,8 +96,7 @@ struct Scratch {
 
 bool WinogradEnabled() {
   static const bool enabled = [] {
-    const char* v = std::getenv("PADDLEC_WINOGRAD");
-    return v == nullptr || std::string_view(v) != "off";
+    return EnvChoice("PADDLEC_WINOGRAD", {"on", "off"}) != "off";
   }();
   return enabled;
 }
