@@ -178,34 +178,60 @@ std::string CapturedStderr(F&& fn) {
 }
 
 TEST_CASE("Environment switches: their own values are taken, others are warned about and ignored") {
-  constexpr const char* kName = "PADDLEC_CORE_TEST_SWITCH";
-  auto choice = [&] { return EnvChoice(kName, {"auto", "off", "always"}); };
-  unsetenv(kName);
+  constexpr std::string_view kChoices[] = {"auto", "off", "always"};
+  const EnvSwitch choice_switch{"PADDLEC_CORE_TEST_SWITCH", kChoices}, number_switch{"PADDLEC_CORE_TEST_NUMBER", {}};
+  auto choice = [&] { return EnvChoice(choice_switch); };
+  const char* name = choice_switch.name;
+  unsetenv(name);
   CHECK(CapturedStderr([&] { CHECK(!choice().has_value()); }).empty());
-  setenv(kName, "", 1);
+  setenv(name, "", 1);
   CHECK(CapturedStderr([&] { CHECK(!choice().has_value()); }).empty());
-  setenv(kName, "always", 1);
+  setenv(name, "always", 1);
   CHECK(CapturedStderr([&] { CHECK(choice() == "always"); }).empty());
-  setenv(kName, "Off", 1);
+  setenv(name, "Off", 1);
   CHECK(CapturedStderr([&] { CHECK(!choice().has_value()); }) ==
-        "warning: ignoring PADDLEC_CORE_TEST_SWITCH=Off: expected auto or off or always; the default applies\n");
-  setenv(kName, "o\x1b[2Jff", 1);  // a value is escaped as names in errors are
+        "warning: ignoring PADDLEC_CORE_TEST_SWITCH=Off: expected auto, off or always; the default applies\n");
+  setenv(name, "o\x1b[2Jff", 1);  // a value is escaped as names in errors are
   CHECK(CapturedStderr([&] { CHECK(!choice().has_value()); }).find("=o\\x1b[2Jff:") != std::string::npos);
+  unsetenv(name);
 
+  name = number_switch.name;
   for (const char* good : {"0", "50", "2.5", "1e3"}) {
-    setenv(kName, good, 1);
-    CHECK(CapturedStderr([&] { CHECK(EnvNonNegative(kName) == std::strtod(good, nullptr)); }).empty());
+    setenv(name, good, 1);
+    CHECK(CapturedStderr([&] { CHECK(EnvNonNegative(number_switch) == std::strtod(good, nullptr)); }).empty());
   }
   for (const char* bad : {"50us", "-1", "nan", "inf", "fast", " 5", "5 "}) {
     CAPTURE(bad);
-    setenv(kName, bad, 1);
-    CHECK(CapturedStderr([&] { CHECK(!EnvNonNegative(kName).has_value()); }) ==
-          "warning: ignoring PADDLEC_CORE_TEST_SWITCH=" + std::string(bad) +
+    setenv(name, bad, 1);
+    CHECK(CapturedStderr([&] { CHECK(!EnvNonNegative(number_switch).has_value()); }) ==
+          "warning: ignoring PADDLEC_CORE_TEST_NUMBER=" + std::string(bad) +
               ": expected a number of at least 0; the default applies\n");
-    CHECK(CapturedStderr([&] { CHECK(!EnvNonNegative(kName, false).has_value()); }).empty());
+    CHECK(CapturedStderr([&] { CHECK(!EnvNonNegative(number_switch, false).has_value()); }).empty());
   }
-  unsetenv(kName);
-  CHECK(CapturedStderr([&] { CHECK(!EnvNonNegative(kName).has_value()); }).empty());
+  unsetenv(name);
+  CHECK(CapturedStderr([&] { CHECK(!EnvNonNegative(number_switch).has_value()); }).empty());
+}
+
+TEST_CASE("Environment switches: the driver's check names every bad value") {
+  for (const EnvSwitch* s : {&kTiledGemmSwitch, &kWinogradSwitch, &kAvx512Switch, &kSpinMicrosSwitch}) unsetenv(s->name);
+  CHECK(CheckEnvSwitches().ok());
+  setenv("PADDLEC_TILED_GEMM", "always", 1);
+  setenv("PADDLEC_WINOGRAD", "off", 1);
+  setenv("PADDLEC_AVX512", "auto", 1);
+  setenv("PADDLEC_SPIN_US", "20", 1);
+  CHECK(CheckEnvSwitches().ok());
+  setenv("PADDLEC_TILED_GEMM", "Off", 1);
+  setenv("PADDLEC_WINOGRAD", "no", 1);
+  setenv("PADDLEC_SPIN_US", "50us", 1);
+  const Status st = CheckEnvSwitches();
+  REQUIRE(!st.ok());
+  CHECK(st.error().code() == ErrorCode::kInvalidArgument);
+  CHECK(st.error().Render() ==
+        "error: PADDLEC_TILED_GEMM=Off is not auto, off or always (did you mean 'off'?)\n"
+        "note: PADDLEC_WINOGRAD=no is not on or off\n"
+        "note: PADDLEC_SPIN_US=50us is not a number of at least 0\n"
+        "note: unset a switch for its default\n");
+  for (const EnvSwitch* s : {&kTiledGemmSwitch, &kWinogradSwitch, &kAvx512Switch, &kSpinMicrosSwitch}) unsetenv(s->name);
 }
 
 }  // namespace

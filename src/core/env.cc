@@ -1,50 +1,103 @@
-// paddlec's switches in the environment.
+// paddlec's tuning switches in the environment.
 #include "paddlec/core/env.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
-#include "paddlec/core/error.h"
 
 namespace paddlec {
 namespace {
 
+constexpr std::string_view kTiledGemmChoices[] = {"auto", "off", "always"};
+constexpr std::string_view kOnOff[] = {"on", "off"};
+constexpr std::string_view kAutoOnOff[] = {"auto", "on", "off"};
+
+/// The switch's value when set and not empty.
+const char* Value(const EnvSwitch& s) {
+  const char* v = std::getenv(s.name);
+  return v == nullptr || *v == '\0' ? nullptr : v;
+}
+
+bool Takes(const EnvSwitch& s, std::string_view value) {
+  if (s.choices.empty()) {
+    // strtod skips leading white space; the value is whole only without it.
+    char* end = nullptr;
+    const std::string text(value);
+    const double d = std::strtod(text.c_str(), &end);
+    return !text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) && end != text.c_str() &&
+           *end == '\0' && std::isfinite(d) && d >= 0;
+  }
+  for (std::string_view c : s.choices)
+    if (c == value) return true;
+  return false;
+}
+
+/// What the switch takes, for messages: "auto, off or always", or "a number of at least 0".
+std::string Expected(const EnvSwitch& s) {
+  if (s.choices.empty()) return "a number of at least 0";
+  std::string text;
+  for (size_t i = 0; i < s.choices.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == s.choices.size() ? " or " : ", ") + std::string(s.choices[i]);
+  return text;
+}
+
 /// Written straight to stderr, not through spdlog: the Python module and the benchmark do not set
 /// spdlog up, and its default logger writes to stdout, which they parse.
-void WarnIgnored(const char* name, std::string_view value, std::string_view expected) {
-  const std::string line = "warning: ignoring " + std::string(name) + "=" + EscapeForTerminal(value) + ": expected " +
-                           std::string(expected) + "; the default applies\n";
+void WarnIgnored(const EnvSwitch& s, std::string_view value) {
+  const std::string line = "warning: ignoring " + std::string(s.name) + "=" + EscapeForTerminal(value) +
+                           ": expected " + Expected(s) + "; the default applies\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 }  // namespace
 
-std::optional<std::string_view> EnvChoice(const char* name, std::initializer_list<std::string_view> choices) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  const std::string_view value(v);
-  std::string expected;
-  for (std::string_view c : choices) {
-    if (c == value) return c;
-    if (!expected.empty()) expected += " or ";
-    expected += c;
-  }
-  WarnIgnored(name, value, expected);
+constinit const EnvSwitch kTiledGemmSwitch{"PADDLEC_TILED_GEMM", kTiledGemmChoices};
+constinit const EnvSwitch kWinogradSwitch{"PADDLEC_WINOGRAD", kOnOff};
+constinit const EnvSwitch kAvx512Switch{"PADDLEC_AVX512", kAutoOnOff};
+constinit const EnvSwitch kSpinMicrosSwitch{"PADDLEC_SPIN_US", {}};
+
+std::optional<std::string_view> EnvChoice(const EnvSwitch& s) {
+  const char* v = Value(s);
+  if (v == nullptr) return std::nullopt;
+  for (std::string_view c : s.choices)
+    if (c == v) return c;
+  WarnIgnored(s, v);
   return std::nullopt;
 }
 
-std::optional<double> EnvNonNegative(const char* name, bool warn) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  char* end = nullptr;
-  const double d = std::strtod(v, &end);
-  // strtod skips leading white space; the value is whole only without it.
-  if (!std::isspace(static_cast<unsigned char>(*v)) && end != v && *end == '\0' && std::isfinite(d) && d >= 0) return d;
-  if (warn) WarnIgnored(name, v, "a number of at least 0");
+std::optional<double> EnvNonNegative(const EnvSwitch& s, bool warn) {
+  const char* v = Value(s);
+  if (v == nullptr) return std::nullopt;
+  if (Takes(s, v)) return std::strtod(v, nullptr);
+  if (warn) WarnIgnored(s, v);
   return std::nullopt;
+}
+
+Status CheckEnvSwitches() {
+  std::optional<Error> error;
+  for (const EnvSwitch* s : {&kTiledGemmSwitch, &kWinogradSwitch, &kAvx512Switch, &kSpinMicrosSwitch}) {
+    const char* v = Value(*s);
+    if (v == nullptr || Takes(*s, v)) continue;
+    std::string problem = fmt::format("{}={} is not {}", s->name, v, Expected(*s));
+    // Only a choice in other letter case is hinted at: the closest spelling of `no` is `on`.
+    for (std::string_view c : s->choices)
+      if (std::equal(c.begin(), c.end(), v, v + std::strlen(v), [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+          }))
+        problem += fmt::format(" (did you mean '{}'?)", c);
+    if (!error)
+      error = MakeError(ErrorCode::kInvalidArgument, "{}", problem);
+    else
+      error->Note(problem);
+  }
+  if (!error) return Status::OK();
+  error->Note("unset a switch for its default");
+  return *std::move(error);
 }
 
 }  // namespace paddlec

@@ -76,8 +76,8 @@ double PauseNanos() {
 /// false reads it without a warning for a bad value: a process about to replace itself by a copy
 /// (ReexecWithBoundedSpin) leaves the warning to the copy, which would give it again.
 double SpinMicros(bool warn = true) {
-  if (!warn) return EnvNonNegative("PADDLEC_SPIN_US", false).value_or(kDefaultSpinMicros);
-  static const double micros = EnvNonNegative("PADDLEC_SPIN_US").value_or(kDefaultSpinMicros);
+  if (!warn) return EnvNonNegative(kSpinMicrosSwitch, false).value_or(kDefaultSpinMicros);
+  static const double micros = EnvNonNegative(kSpinMicrosSwitch).value_or(kDefaultSpinMicros);
   return micros;
 }
 

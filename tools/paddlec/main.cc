@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "paddlec/core/env.h"
 #include "paddlec/core/logging.h"
 #include "paddlec/core/suggest.h"
 #include "paddlec/driver/driver.h"
@@ -247,8 +248,14 @@ Command AddGenPython(CLI::App& app, driver::GenPythonOptions& o) {
 
 int main(int argc, char** argv) {
   // The commands that run kernels start over once with libgomp's spin bounded (runtime/threads.h).
-  if (argc > 1 && (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "train"))
+  if (argc > 1 && (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "train")) {
+    // Before the copy starts: the error is given once, and nothing has run under a misspelled switch.
+    if (paddlec::Status st = paddlec::CheckEnvSwitches(); !st.ok()) {
+      std::cerr << st.error().Render();
+      return 2;
+    }
     paddlec::runtime::ReexecWithBoundedSpin(argv);
+  }
   // glibc returns freed large blocks to the OS and page-faults them back on the next parse or GEMM
   // buffer (2-4x slower first parses here, docs/performance.md); keep them instead.
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

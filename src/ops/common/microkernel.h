@@ -73,7 +73,7 @@ bool Avx512DoublesFma();
 /// PADDLEC_AVX512 is `off`; `on` takes it wherever the CPU has AVX-512 (for tests and comparisons).
 inline bool TilesUseAvx512() {
   static const bool use = [] {
-    const std::string_view choice = EnvChoice("PADDLEC_AVX512", {"auto", "on", "off"}).value_or("auto");
+    const std::string_view choice = EnvChoice(kAvx512Switch).value_or("auto");
     if (choice == "off" || !HasAvx512()) return false;
     return choice == "on" || Avx512DoublesFma();
   }();

@@ -210,7 +210,7 @@ dnnl::memory::desc MatrixDesc(const Dims& batch, int64_t rows, int64_t cols, boo
 /// The process-wide TiledGemmUse, as an int so that tests may set it while kernels read it.
 std::atomic<int>& TiledGemmUseWord() {
   static std::atomic<int> use = [] {
-    const std::string_view s = EnvChoice("PADDLEC_TILED_GEMM", {"auto", "off", "always"}).value_or("auto");
+    const std::string_view s = EnvChoice(kTiledGemmSwitch).value_or("auto");
     return static_cast<int>(s == "off"      ? TiledGemmUse::kNever
                             : s == "always" ? TiledGemmUse::kAlways
                                             : TiledGemmUse::kAuto);

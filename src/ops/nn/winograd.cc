@@ -96,7 +96,7 @@ struct Scratch {
 
 bool WinogradEnabled() {
   static const bool enabled = [] {
-    return EnvChoice("PADDLEC_WINOGRAD", {"on", "off"}) != "off";
+    return EnvChoice(kWinogradSwitch) != "off";
   }();
   return enabled;
 }
