@@ -1,7 +1,7 @@
 // The register tile the CPU's own GEMM-shaped loops share (Winograd's 16 products in
 // nn/winograd.cc, the tiled float32 GEMM in math/gemm.cc): 6 rows x 16 columns, or fewer rows for
-// the last rows of a product, and a pair of such tiles side by side (6 x 32). The build targets
-// AVX2 + FMA (x86-64-v3), where a 6 x 16 tile is 12 accumulators of 8 floats. Where AVX-512 doubles
+// the last rows of a product, and a pair of such tiles side by side (6 x 32; 8 x 32 on AVX-512). The
+// build targets AVX2 + FMA (x86-64-v3), where a 6 x 16 tile is 12 accumulators of 8 floats. Where AVX-512 doubles
 // the FMA rate (two 512-bit FMA units, as Intel's server cores have: Avx512DoublesFma), the tiles
 // run on AVX-512 instead, chosen at run time; where it does not (AMD Zen 4 splits 512-bit operations
 // in two), the AVX2 tiles already reach the peak.
@@ -176,14 +176,20 @@ PADDLEC_AVX512_INLINE void PrefetchRow512(const float* a) {
   if constexpr (kActive) _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchAFloats), _MM_HINT_T0);
 }
 
-/// MicroTilePairRows on AVX-512: each broadcast of A feeds two registers of B, so a multiply-add loads
-/// 0.67 operands rather than MicroTile512's 1.17, which kept that one at about 65 % of the FMA peak.
+/// Rows of MicroTilePair512's tile: 8, sixteen accumulators. Each broadcast of A feeds two registers
+/// of B, so a multiply-add loads 0.63 operands (6 rows: 0.67; MicroTile512: 1.17, which kept that one
+/// at about 65 % of the FMA peak). One thread, 64 x 784 x 32 with A and B in L1/L2, GFLOP/s of 175:
+/// 168-172 in 8-row tiles, 159-163 in 6-row ones (ten and a 4-row tile, which has only 8 FMA chains).
+inline constexpr int kPairTileRows512 = 8;
+
 template <bool kTransposedA, int kRows>
 __attribute__((target("avx512f"))) void MicroTilePair512(int64_t depth, const float* a, int64_t lda, const float* b_lo,
                                                          const float* b_hi, int64_t ldb, float* c, int64_t ldc,
                                                          TileEpilogue e, bool accumulate) {
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  __m512 c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+  static_assert(kRows >= 1 && kRows <= kPairTileRows512);
   if (accumulate) {
     c00 = _mm512_loadu_ps(c), c01 = _mm512_loadu_ps(c + 16);
     if constexpr (kRows > 1) c10 = _mm512_loadu_ps(c + ldc), c11 = _mm512_loadu_ps(c + ldc + 16);
@@ -191,6 +197,8 @@ __attribute__((target("avx512f"))) void MicroTilePair512(int64_t depth, const fl
     if constexpr (kRows > 3) c30 = _mm512_loadu_ps(c + 3 * ldc), c31 = _mm512_loadu_ps(c + 3 * ldc + 16);
     if constexpr (kRows > 4) c40 = _mm512_loadu_ps(c + 4 * ldc), c41 = _mm512_loadu_ps(c + 4 * ldc + 16);
     if constexpr (kRows > 5) c50 = _mm512_loadu_ps(c + 5 * ldc), c51 = _mm512_loadu_ps(c + 5 * ldc + 16);
+    if constexpr (kRows > 6) c60 = _mm512_loadu_ps(c + 6 * ldc), c61 = _mm512_loadu_ps(c + 6 * ldc + 16);
+    if constexpr (kRows > 7) c70 = _mm512_loadu_ps(c + 7 * ldc), c71 = _mm512_loadu_ps(c + 7 * ldc + 16);
   }
   const int64_t row = kTransposedA ? 1 : lda, col = kTransposedA ? lda : 1;
   const float* a0 = a;
@@ -199,6 +207,8 @@ __attribute__((target("avx512f"))) void MicroTilePair512(int64_t depth, const fl
   const float* a3 = kRows > 3 ? a + 3 * row : a;
   const float* a4 = kRows > 4 ? a + 4 * row : a;
   const float* a5 = kRows > 5 ? a + 5 * row : a;
+  const float* a6 = kRows > 6 ? a + 6 * row : a;
+  const float* a7 = kRows > 7 ? a + 7 * row : a;
   for (int64_t k = 0; k < depth; ++k, b_lo += ldb, b_hi += ldb) {
     const __m512 lo = _mm512_loadu_ps(b_lo), hi = _mm512_loadu_ps(b_hi);
     const int64_t q = k * col;
@@ -210,6 +220,8 @@ __attribute__((target("avx512f"))) void MicroTilePair512(int64_t depth, const fl
         PrefetchRow512<(kRows > 3)>(a3 + q);
         PrefetchRow512<(kRows > 4)>(a4 + q);
         PrefetchRow512<(kRows > 5)>(a5 + q);
+        PrefetchRow512<(kRows > 6)>(a6 + q);
+        PrefetchRow512<(kRows > 7)>(a7 + q);
       }
     }
     FmaPairRow512<true>(a0 + q, lo, hi, c00, c01);
@@ -218,8 +230,11 @@ __attribute__((target("avx512f"))) void MicroTilePair512(int64_t depth, const fl
     FmaPairRow512<(kRows > 3)>(a3 + q, lo, hi, c30, c31);
     FmaPairRow512<(kRows > 4)>(a4 + q, lo, hi, c40, c41);
     FmaPairRow512<(kRows > 5)>(a5 + q, lo, hi, c50, c51);
+    FmaPairRow512<(kRows > 6)>(a6 + q, lo, hi, c60, c61);
+    FmaPairRow512<(kRows > 7)>(a7 + q, lo, hi, c70, c71);
   }
-  __m512 acc[kTileRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  __m512 acc[kPairTileRows512][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
+                                     {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
   const __m512 bias_lo = e.bias ? _mm512_loadu_ps(e.bias) : _mm512_setzero_ps();
   const __m512 bias_hi = e.bias ? _mm512_loadu_ps(e.bias + 16) : _mm512_setzero_ps();
   const __m512 zero = _mm512_setzero_ps();
@@ -313,11 +328,14 @@ inline void MicroTileRows(int rows, int64_t depth, const float* a, int64_t lda, 
   }
 }
 
+/// Rows of MicroTilePairRows' tile: kPairTileRows512 where the tiles run on AVX-512, else kTileRows.
+inline int PairTileRows() { return TilesUseAvx512() ? kPairTileRows512 : kTileRows; }
+
 /// C[R x 32] = A[R x depth] * [B_lo | B_hi] (two 16-column blocks read at the same ldb, as two
-/// panels of a packed B are), then the epilogue, whose bias then holds 32 values, for `rows` 1 to 6.
-/// On AVX-512 it is one tile (MicroTilePair512), which runs at about 90 % of the FMA peak where
-/// MicroTile512 reaches 65 % (6 x 784 x 32 from L2, one thread, 190 against 133 GFLOP/s of 212);
-/// on AVX2 it is the two MicroTiles.
+/// panels of a packed B are), then the epilogue, whose bias then holds 32 values, for `rows` 1 to
+/// PairTileRows(). On AVX-512 it is one tile (MicroTilePair512), which runs at about 90 % of the FMA
+/// peak where MicroTile512 reaches 65 % (6 x 784 x 32 from L2, one thread, 190 against 133 GFLOP/s of
+/// 212); on AVX2 it is the two MicroTiles.
 template <bool kTransposedA = false>
 inline void MicroTilePairRows(int rows, int64_t depth, const float* a, int64_t lda, const float* b_lo,
                               const float* b_hi, int64_t ldb, float* c, int64_t ldc, TileEpilogue e = {},
@@ -334,8 +352,12 @@ inline void MicroTilePairRows(int rows, int64_t depth, const float* a, int64_t l
         return MicroTilePair512<kTransposedA, 4>(depth, a, lda, b_lo, b_hi, ldb, c, ldc, e, accumulate);
       case 5:
         return MicroTilePair512<kTransposedA, 5>(depth, a, lda, b_lo, b_hi, ldb, c, ldc, e, accumulate);
+      case 6:
+        return MicroTilePair512<kTransposedA, 6>(depth, a, lda, b_lo, b_hi, ldb, c, ldc, e, accumulate);
+      case 7:
+        return MicroTilePair512<kTransposedA, 7>(depth, a, lda, b_lo, b_hi, ldb, c, ldc, e, accumulate);
       default:
-        return MicroTilePair512<kTransposedA, kTileRows>(depth, a, lda, b_lo, b_hi, ldb, c, ldc, e, accumulate);
+        return MicroTilePair512<kTransposedA, 8>(depth, a, lda, b_lo, b_hi, ldb, c, ldc, e, accumulate);
     }
   }
   MicroTileRows<kTransposedA>(rows, depth, a, lda, b_lo, ldb, c, ldc, e, accumulate);

@@ -13,6 +13,9 @@
 namespace paddlec::ops {
 namespace {
 
+/// The most rows of any tile: the AVX-512 pair's.
+constexpr int kMaxRows = kPairTileRows512;
+
 /// One tile's operands and the expected C, for `rows` rows and `cols` (16 or 32) columns.
 struct TileCase {
   int rows, cols;
@@ -26,12 +29,12 @@ struct TileCase {
     std::mt19937 gen(static_cast<unsigned>(r * 1000 + n * 10 + k));
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     // Strides wider than the tile, as in a larger product; B's two 16-column halves lie apart.
-    lda = transposed ? kTileRows + 3 : k + 5;
+    lda = transposed ? kMaxRows + 3 : k + 5;
     ldb = 16 + 7;
     ldc = n + 9;
-    a.resize(static_cast<size_t>(transposed ? k * lda : kTileRows * lda));
+    a.resize(static_cast<size_t>(transposed ? k * lda : kMaxRows * lda));
     b.resize(static_cast<size_t>(2 * k * ldb + 64));
-    c0.resize(static_cast<size_t>(kTileRows * ldc));
+    c0.resize(static_cast<size_t>(kMaxRows * ldc));
     bias_values.resize(static_cast<size_t>(n));
     for (auto* v : {&a, &b, &c0, &bias_values})
       for (float& x : *v) x = u(gen);
@@ -48,7 +51,7 @@ struct TileCase {
   }
   TileEpilogue Epilogue() const { return {bias ? bias_values.data() : nullptr, relu}; }
   void Check(const std::vector<float>& c) const {
-    for (int r = 0; r < kTileRows; ++r)
+    for (int r = 0; r < kMaxRows; ++r)
       for (int j = 0; j < cols; ++j) {
         CAPTURE(r);
         CAPTURE(j);
@@ -57,19 +60,23 @@ struct TileCase {
         else
           CHECK(c[r * ldc + j] == c0[r * ldc + j]);  // rows past the tile are not written
       }
-    for (int r = 0; r < kTileRows; ++r)
+    for (int r = 0; r < kMaxRows; ++r)
       for (int64_t j = cols; j < ldc; ++j) CHECK(c[r * ldc + j] == c0[r * ldc + j]);
   }
 };
 
 template <bool kTransposed, int kRows>
 void RunAvx512(const TileCase& t, std::vector<float>& c) {
-  if (t.cols == 16)
-    MicroTile512<kTransposed, kRows>(t.depth, t.a.data(), t.lda, t.b.data(), t.ldb, c.data(), t.ldc, t.Epilogue(),
-                                     t.accumulate);
-  else
+  if constexpr (kRows > kTileRows) {
     MicroTilePair512<kTransposed, kRows>(t.depth, t.a.data(), t.lda, t.b.data(), t.b.data() + t.k_hi(), t.ldb, c.data(),
                                          t.ldc, t.Epilogue(), t.accumulate);
+  } else if (t.cols == 16) {
+    MicroTile512<kTransposed, kRows>(t.depth, t.a.data(), t.lda, t.b.data(), t.ldb, c.data(), t.ldc, t.Epilogue(),
+                                     t.accumulate);
+  } else {
+    MicroTilePair512<kTransposed, kRows>(t.depth, t.a.data(), t.lda, t.b.data(), t.b.data() + t.k_hi(), t.ldb, c.data(),
+                                         t.ldc, t.Epilogue(), t.accumulate);
+  }
 }
 
 template <bool kTransposed>
@@ -85,17 +92,22 @@ void RunAvx512Rows(const TileCase& t, std::vector<float>& c) {
       return RunAvx512<kTransposed, 4>(t, c);
     case 5:
       return RunAvx512<kTransposed, 5>(t, c);
-    default:
+    case 6:
       return RunAvx512<kTransposed, 6>(t, c);
+    case 7:
+      return RunAvx512<kTransposed, 7>(t, c);
+    default:
+      return RunAvx512<kTransposed, 8>(t, c);
   }
 }
 
-/// Every tile shape and option: rows 1-6, depths odd and even (MicroTile512 sums even and odd k
-/// apart), A plain or transposed, C overwritten or accumulated, with and without the epilogue.
+/// Every tile shape and option: rows 1 to `pair_rows` for 32 columns and 1-6 for 16, depths odd and
+/// even (MicroTile512 sums even and odd k apart), A plain or transposed, C overwritten or accumulated,
+/// with and without the epilogue.
 template <class Run>
-void ForEachCase(Run&& run) {
+void ForEachCase(int pair_rows, Run&& run) {
   for (int cols : {16, 32})
-    for (int rows = 1; rows <= kTileRows; ++rows)
+    for (int rows = 1; rows <= (cols == 32 ? pair_rows : kTileRows); ++rows)
       for (int64_t depth : {1, 2, 7, 64, 301})
         for (bool transposed : {false, true})
           for (bool accumulate : {false, true})
@@ -114,7 +126,7 @@ void ForEachCase(Run&& run) {
 }
 
 TEST_CASE("microkernel: the tiles MicroTileRows and MicroTilePairRows choose") {
-  ForEachCase([](const TileCase& t, std::vector<float>& c) {
+  ForEachCase(PairTileRows(), [](const TileCase& t, std::vector<float>& c) {
     if (t.cols == 16 && t.transposed)
       MicroTileRows<true>(t.rows, t.depth, t.a.data(), t.lda, t.b.data(), t.ldb, c.data(), t.ldc, t.Epilogue(),
                           t.accumulate);
@@ -134,7 +146,7 @@ TEST_CASE("microkernel: the AVX-512 tiles, wherever the CPU has AVX-512") {
     MESSAGE("skipped: this CPU has no AVX-512");
     return;
   }
-  ForEachCase([](const TileCase& t, std::vector<float>& c) {
+  ForEachCase(kPairTileRows512, [](const TileCase& t, std::vector<float>& c) {
     if (t.transposed)
       RunAvx512Rows<true>(t, c);
     else

@@ -272,8 +272,12 @@ int64_t Panels(int64_t n) { return (n + kTileCols - 1) / kTileCols; }
 int64_t PanelStart(int64_t p, int64_t n) { return std::min(p * kTileCols, n - kTileCols); }
 int64_t PackedSize(const GemmShape& s) { return s.k * Panels(s.n) * kTileCols; }
 
-/// Floats of the copy of a transposed A (PackTransposedTiles): whole 6-row tiles.
-int64_t PackedASize(const GemmShape& s) { return (s.m + kTileRows - 1) / kTileRows * kTileRows * s.k; }
+/// Floats of the copy of a transposed A (PackTransposedTiles): whole row tiles of either height.
+int64_t PackedASize(const GemmShape& s) {
+  const int64_t rows = std::max((s.m + kTileRows - 1) / kTileRows * kTileRows,
+                                (s.m + kPairTileRows512 - 1) / kPairTileRows512 * kPairTileRows512);
+  return rows * s.k;
+}
 
 /// Widest product whose transposed A (a weight gradient, X^T dY) TiledGemm takes, copying it into
 /// row tiles at each call (PackTransposedTiles). Wider ones measured about even with oneDNN 2.6's
@@ -337,22 +341,23 @@ constexpr int64_t kRowBlocksPerThread = 4;
 constexpr int64_t kPackTiles = 8;
 
 /// Row tiles [t0, t1) of a transposed A ([K, M]: a weight gradient's X^T) copied into TiledGemm's
-/// layout: tile t is K groups of 6 floats, its rows' values at one k (fewer in the last tile). Read in
+/// layout: tile t is K groups of `tile_rows` floats, its rows' values at one k (fewer in the last
+/// tile). Read in
 /// place, a tile's values for consecutive k lie M floats apart, and with M a multiple of 512 (a
 /// layer's width) all of them fall into the same two of L1's 64 sets, so they came from L2 at every
 /// k: one thread, 512x512x256 ran at 70 GF/s where the untransposed product runs at 96, and at 91
 /// packed.
-void PackTransposedTiles(const GemmShape& s, const float* a, int64_t t0, int64_t t1, float* packed) {
+void PackTransposedTiles(const GemmShape& s, const float* a, int64_t t0, int64_t t1, int64_t tile_rows, float* packed) {
   const int64_t m = s.m, k = s.k;
-  // Eight values of k at a time, so each tile gets 192 contiguous bytes per visit rather than 24.
+  // Eight values of k at a time, so each tile gets 8 x tile_rows contiguous floats per visit.
   for (int64_t q0 = 0; q0 < k; q0 += 8)
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t i0 = t * kTileRows, rows = std::min<int64_t>(kTileRows, m - i0);
+      const int64_t i0 = t * tile_rows, rows = std::min<int64_t>(tile_rows, m - i0);
       for (int64_t q = q0; q < std::min(k, q0 + 8); ++q) {
         const float* src = a + q * m + i0;
-        float* dst = packed + (t * k + q) * kTileRows;
-        if (rows == kTileRows)
-          std::memcpy(dst, src, kTileRows * sizeof(float));
+        float* dst = packed + (t * k + q) * tile_rows;
+        if (rows == tile_rows)
+          std::memcpy(dst, src, tile_rows * sizeof(float));
         else
           std::copy_n(src, rows, dst);
       }
@@ -360,13 +365,16 @@ void PackTransposedTiles(const GemmShape& s, const float* a, int64_t t0, int64_t
 }
 
 /// C [M, N] = epilogue(A [M, K] * B [K, N]) in 6 x 16 register tiles (common/microkernel.h; from
-/// packed B, two panels at once as 6 x 32 where the tiles run on AVX-512), A read
+/// packed B where the tiles run on AVX-512, two panels at once as 8 x 32), A read
 /// in place or, transposed, copied into row tiles in `packed_a` (PackTransposedTiles), the last row
 /// tile holding M's remainder rows. B is either `b` itself, copied kKBlock x 16 at a time, or
 /// `packed` (PackRows): given packed, or packed here first when `pack` is set (`packed` then is the
 /// room for it). A task is one 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows
-/// of C (all of them up to kTiledMaxRows, else as many 6-row tiles as keep that block of A in L2),
-/// computed a block of B's rows at a time; tasks go one at a time to whichever thread is free, so a
+/// of C (all of them up to kTiledMaxRows, else as many row tiles as keep that block of A in L2),
+/// computed a block of B's rows at a time, each thread starting at its own share of the depth (MLP
+/// inference's second layer, 64 x 512 x 256 after the first, 2 threads, medians of 4000 in 3
+/// alternating runs: 56.5-57.4 us against 61.0-61.6 from the top); tasks go one at a time to
+/// whichever thread is free, so a
 /// thread descheduled by another process delays only its task. A transposed A against packed B is
 /// the exception: a task is a block of rows against every panel, and copies that block of A itself,
 /// so the copy is still in L2 when its tiles run (against a pass over all of A before the product:
@@ -378,13 +386,15 @@ void PackTransposedTiles(const GemmShape& s, const float* a, int64_t t0, int64_t
 void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, float* packed, bool pack,
                float* packed_a, const float* bias, float* c, int threads) {
   const int64_t m = s.m, k = s.k, n = s.n;
-  const int64_t row_tiles = (m + kTileRows - 1) / kTileRows, panels = Panels(n);
   const bool wide = packed != nullptr && TilesUseAvx512();
+  // Row tiles of 8 where panels pair up on AVX-512 (kPairTileRows512), else 6.
+  const int64_t tile_rows = wide ? kPairTileRows512 : kTileRows;
+  const int64_t row_tiles = (m + tile_rows - 1) / tile_rows, panels = Panels(n);
   const int64_t k_block = !packed ? kKBlock : wide ? kPackedKBlock512 : kPackedKBlock;
   // A transposed against packed B: each task copies its own block of A into row tiles and runs it
   // against every panel.
   const bool task_packs_a = s.trans_a && packed != nullptr;
-  const int64_t l2_tiles = std::clamp<int64_t>(kRowBlockFloats / (kTileRows * std::min(k, k_block)), 1, row_tiles);
+  const int64_t l2_tiles = std::clamp<int64_t>(kRowBlockFloats / (tile_rows * std::min(k, k_block)), 1, row_tiles);
   const int64_t blocks_wanted = kRowBlocksPerThread * std::max(threads, 1);
   const int64_t block_tiles = task_packs_a         ? std::min(l2_tiles, (row_tiles + blocks_wanted - 1) / blocks_wanted)
                               : m <= kTiledMaxRows ? row_tiles
@@ -400,21 +410,26 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
                             : 1;
   const int64_t groups = (panels + group - 1) / group, tasks = row_blocks * groups;
   // A is read in place (rows K apart) or, transposed, from its packed copy (PackTransposedTiles).
+  // An 8-row tile runs as 6 rows and the rest: single-panel tiles hold at most 6.
   auto tile = [&](int rows, int64_t depth, const float* at, const float* block, float* out, int64_t ldc,
                   TileEpilogue te, bool acc) {
-    if (s.trans_a)
-      MicroTileRows<true>(rows, depth, at, kTileRows, block, kTileCols, out, ldc, te, acc);
-    else
-      MicroTileRows(rows, depth, at, k, block, kTileCols, out, ldc, te, acc);
+    for (int r0 = 0; r0 < rows; r0 += kTileRows) {
+      const int part = std::min(rows - r0, kTileRows);
+      if (s.trans_a)
+        MicroTileRows<true>(part, depth, at + r0, tile_rows, block, kTileCols, out + r0 * ldc, ldc, te, acc);
+      else
+        MicroTileRows(part, depth, at + r0 * k, k, block, kTileCols, out + r0 * ldc, ldc, te, acc);
+    }
   };
-  // Row tile t of C's panel p, over B's rows [k0, k0 + depth), from `block` (the panel's rows there).
-  auto panel_tile = [&](int64_t t, int64_t p, int64_t k0, int64_t depth, const float* block, float* edge) {
-    const bool acc = k0 > 0, final = k0 + depth == k;
+  // Row tile t of C's panel p, over B's rows [k0, k0 + depth), from `block` (the panel's rows
+  // there), added to C's values when `acc`, and through the epilogue when `final` (the last pass).
+  auto panel_tile = [&](int64_t t, int64_t p, int64_t k0, int64_t depth, const float* block, float* edge, bool acc,
+                        bool final) {
     // The last row tile holds M's remainder rows (MicroTile's kRows), not 6 rows overlapping the
     // tile before.
-    const int64_t i0 = t * kTileRows;
-    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - i0));
-    const float* at = s.trans_a ? packed_a + (t * k + k0) * kTileRows : a + i0 * k + k0;
+    const int64_t i0 = t * tile_rows;
+    const int rows = static_cast<int>(std::min<int64_t>(tile_rows, m - i0));
+    const float* at = s.trans_a ? packed_a + (t * k + k0) * tile_rows : a + i0 * k + k0;
     const int64_t j_new = p * kTileCols, j0 = PanelStart(p, n), cols_new = j0 + kTileCols - j_new;
     const TileEpilogue te = final ? TileEpilogue{e.bias ? bias + j0 : nullptr, e.relu} : TileEpilogue{};
     if (j0 == j_new) {
@@ -425,7 +440,7 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
     // belong to a task that may be running, so they are neither read nor written.
     const int64_t cols_skip = j_new - j0;
     if (acc) {
-      std::fill_n(edge, kTileRows * kTileCols, 0.0f);
+      std::fill_n(edge, kPairTileRows512 * kTileCols, 0.0f);
       for (int64_t r = 0; r < rows; ++r)
         std::copy_n(c + (i0 + r) * n + j_new, cols_new, edge + r * kTileCols + cols_skip);
     }
@@ -433,64 +448,73 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
     for (int64_t r = 0; r < rows; ++r)
       std::copy_n(edge + r * kTileCols + cols_skip, cols_new, c + (i0 + r) * n + j_new);
   };
-  // Panels p and p + 1 of packed B as one 6 x 32 tile (MicroTilePairRows) where the tiles run on
+  // Panels p and p + 1 of packed B as one 8 x 32 tile (MicroTilePairRows) where the tiles run on
   // AVX-512: both whole, p + 1 not the last panel overlapping the one before. On AVX2 the pair would
   // be the same two tiles, in another order than the one measured there.
   auto pairs_with_next = [&](int64_t p, int64_t p_end) {
     return wide && p + 1 < p_end && PanelStart(p + 1, n) == (p + 1) * kTileCols;
   };
-  auto pair_tile = [&](int64_t t, int64_t p, int64_t k0, int64_t depth) {
-    const int64_t i0 = t * kTileRows, j0 = p * kTileCols;
-    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, m - i0));
+  auto pair_tile = [&](int64_t t, int64_t p, int64_t k0, int64_t depth, bool acc, bool final) {
+    const int64_t i0 = t * tile_rows, j0 = p * kTileCols;
+    const int rows = static_cast<int>(std::min<int64_t>(tile_rows, m - i0));
     const float* lo = packed + (p * k + k0) * kTileCols;
     const float* hi = lo + k * kTileCols;
-    const bool acc = k0 > 0;
-    const TileEpilogue te = k0 + depth == k ? TileEpilogue{e.bias ? bias + j0 : nullptr, e.relu} : TileEpilogue{};
+    const TileEpilogue te = final ? TileEpilogue{e.bias ? bias + j0 : nullptr, e.relu} : TileEpilogue{};
     if (s.trans_a)
-      MicroTilePairRows<true>(rows, depth, packed_a + (t * k + k0) * kTileRows, kTileRows, lo, hi, kTileCols,
+      MicroTilePairRows<true>(rows, depth, packed_a + (t * k + k0) * tile_rows, tile_rows, lo, hi, kTileCols,
                               c + i0 * n + j0, n, te, acc);
     else
       MicroTilePairRows(rows, depth, a + i0 * k + k0, k, lo, hi, kTileCols, c + i0 * n + j0, n, te, acc);
   };
   // Panels [p_begin, p_end) of packed B, pairs of them as one tile, each against row tiles
   // [t_begin, t_end), over B's rows from k0 (one k_block).
-  auto panels_outer = [&](int64_t t_begin, int64_t t_end, int64_t p_begin, int64_t p_end, int64_t k0, float* edge) {
+  auto panels_outer = [&](int64_t t_begin, int64_t t_end, int64_t p_begin, int64_t p_end, int64_t k0, float* edge,
+                          bool acc, bool final) {
     const int64_t depth = std::min(k_block, k - k0);
     for (int64_t p = p_begin; p < p_end;) {
       const bool pair = pairs_with_next(p, p_end);
       for (int64_t t = t_begin; t < t_end; ++t)
         if (pair)
-          pair_tile(t, p, k0, depth);
+          pair_tile(t, p, k0, depth, acc, final);
         else
-          panel_tile(t, p, k0, depth, packed + (p * k + k0) * kTileCols, edge);
+          panel_tile(t, p, k0, depth, packed + (p * k + k0) * kTileCols, edge, acc, final);
       p += pair ? 2 : 1;
     }
   };
-  auto task = [&](int64_t id) {
+  const int team = static_cast<int>(std::min<int64_t>(threads, tasks));
+  const int64_t passes = (k + k_block - 1) / k_block;
+  auto task = [&](int64_t id, int slot) {
     const int64_t rb = id / groups, p_begin = id % groups * group, p_end = std::min(panels, p_begin + group);
     const int64_t t_begin = rb * block_tiles, t_end = std::min(row_tiles, t_begin + block_tiles);
-    alignas(32) float edge[kTileRows * kTileCols];
+    alignas(32) float edge[kPairTileRows512 * kTileCols];
     if (task_packs_a) {
       // The block of A just copied stays in L2 while every panel of B passes by once (a panel, 64 KB
       // at most, stays in L2 for the block's tiles).
-      PackTransposedTiles(s, a, t_begin, t_end, packed_a);
-      for (int64_t k0 = 0; k0 < k; k0 += k_block) panels_outer(t_begin, t_end, p_begin, p_end, k0, edge);
+      PackTransposedTiles(s, a, t_begin, t_end, tile_rows, packed_a);
+      for (int64_t k0 = 0; k0 < k; k0 += k_block)
+        panels_outer(t_begin, t_end, p_begin, p_end, k0, edge, k0 > 0, k0 + k_block >= k);
       return;
     }
     alignas(64) float copied[kKBlock * kTileCols];
-    for (int64_t k0 = 0; k0 < k; k0 += k_block) {
+    // Each thread starts its passes at its own share of the depth, the slot-th of `team`: where A is
+    // the product before's output, written by these threads column block by column block, that share
+    // is the part of A this thread wrote, in its own cache, while the other's lines arrive.
+    const int64_t start = wide ? slot * passes / std::max(team, 1) : 0;
+    for (int64_t i = 0; i < passes; ++i) {
+      const int64_t k0 = (start + i) % passes * k_block;
       const int64_t depth = std::min(k_block, k - k0);
+      const bool acc = i > 0, final = i + 1 == passes;
       if (!packed) {  // one panel per task
         const int64_t j0 = PanelStart(p_begin, n);
         for (int64_t q = 0; q < depth; ++q) CopyPanelRow(b + (k0 + q) * n + j0, copied + q * kTileCols);
       }
       if (wide) {  // each pair of panels' block, in L1, meets every row tile
-        panels_outer(t_begin, t_end, p_begin, p_end, k0, edge);
+        panels_outer(t_begin, t_end, p_begin, p_end, k0, edge, acc, final);
         continue;
       }
       for (int64_t t = t_begin; t < t_end; ++t)
         for (int64_t p = p_begin; p < p_end; ++p)
-          panel_tile(t, p, k0, depth, packed ? packed + (p * k + k0) * kTileCols : copied, edge);
+          panel_tile(t, p, k0, depth, packed ? packed + (p * k + k0) * kTileCols : copied, edge, acc, final);
     }
   };
   // What is copied before the product (all of a transposed A, unless each task copies its own
@@ -499,15 +523,14 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   const bool pack_a_first = s.trans_a && !task_packs_a;
   const int64_t a_chunks = pack_a_first ? (row_tiles + kPackTiles - 1) / kPackTiles : 0;
   const int64_t b_chunks = pack ? (k + kPackRows - 1) / kPackRows : 0;
-  const int team = static_cast<int>(std::min<int64_t>(threads, tasks));
   if (a_chunks + b_chunks > 0)
     runtime::RunTasks(a_chunks + b_chunks, team, [&](int64_t c, int) {
       if (c < a_chunks)
-        PackTransposedTiles(s, a, c * kPackTiles, std::min(row_tiles, (c + 1) * kPackTiles), packed_a);
+        PackTransposedTiles(s, a, c * kPackTiles, std::min(row_tiles, (c + 1) * kPackTiles), tile_rows, packed_a);
       else
         PackRows(s, b, (c - a_chunks) * kPackRows, std::min(k, (c - a_chunks + 1) * kPackRows), packed);
     });
-  runtime::RunTasks(tasks, team, [&](int64_t id, int) { task(id); });
+  runtime::RunTasks(tasks, team, [&](int64_t id, int slot) { task(id, slot); });
 }
 #endif
 

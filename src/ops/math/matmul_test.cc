@@ -292,14 +292,15 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
   }
 }
 
-TEST_CASE("matmul_v2 on the tiled GEMM: a last row tile of each size from 1 to 5 rows") {
+TEST_CASE("matmul_v2 on the tiled GEMM: a last row tile of each size from 1 to 7 rows") {
   const math_test::ScopedTiledGemmUse tiles(ops::math::TiledGemmUse::kAlways);
   // math/gemm.cc computes M's remainder rows in a tile of that many rows (common/microkernel.h's
-  // kRows). Up to 128 rows B is copied a block at a time (a depth of 300 spans three blocks, so the
-  // remainder tile also accumulates); above, B is packed whole. X transposed is copied into row
-  // tiles, the last one short.
-  for (int64_t base : {6, 132})
-    for (int64_t rem = 1; rem <= 5; ++rem)
+  // kRows): tiles of 6 rows, or 8 against packed B on AVX-512. Up to 128 rows B is copied a block at
+  // a time (a depth of 300 spans three blocks, so the remainder tile also accumulates); above, B is
+  // packed whole. X transposed is copied into row tiles, the last one short. 40 columns are a pair
+  // of panels and a single one overlapping it, which runs an 8-row tile as 6 rows and the rest.
+  for (int64_t base : {6, 128})
+    for (int64_t rem = 1; rem <= 7; ++rem)
       for (bool tx : {false, true}) {
         const int64_t m = base + rem, k = 300, n = 40;
         const Tensor x = RandomTensor(DType::kFloat32, tx ? Dims{k, m} : Dims{m, k}, 41 + rem);
