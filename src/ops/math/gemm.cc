@@ -371,11 +371,9 @@ void PackTransposedTiles(const GemmShape& s, const float* a, int64_t t0, int64_t
 /// `packed` (PackRows): given packed, or packed here first when `pack` is set (`packed` then is the
 /// room for it). A task is one 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows
 /// of C (all of them up to kTiledMaxRows, else as many row tiles as keep that block of A in L2),
-/// computed a block of B's rows at a time, each thread starting at its own share of the depth (MLP
-/// inference's second layer, 64 x 512 x 256 after the first, 2 threads, medians of 4000 in 3
-/// alternating runs: 56.5-57.4 us against 61.0-61.6 from the top); tasks go one at a time to
-/// whichever thread is free, so a
-/// thread descheduled by another process delays only its task. A transposed A against packed B is
+/// computed a block of B's rows at a time (in an order that depends on the panel: pass_start); tasks
+/// go one at a time to whichever thread is free, so a thread descheduled by another process delays
+/// only its task. A transposed A against packed B is
 /// the exception: a task is a block of rows against every panel, and copies that block of A itself,
 /// so the copy is still in L2 when its tiles run (against a pass over all of A before the product:
 /// 512x512x256, 2 threads, as fast on a quiet machine, 0.88-0.91 of the time in this VM's slow
@@ -466,13 +464,24 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
     else
       MicroTilePairRows(rows, depth, a + i0 * k + k0, k, lo, hi, kTileCols, c + i0 * n + j0, n, te, acc);
   };
-  // Panels [p_begin, p_end) of packed B, pairs of them as one tile, each against row tiles
-  // [t_begin, t_end), over B's rows from k0 (one k_block).
-  auto panels_outer = [&](int64_t t_begin, int64_t t_end, int64_t p_begin, int64_t p_end, int64_t k0, float* edge,
-                          bool acc, bool final) {
-    const int64_t depth = std::min(k_block, k - k0);
+  // The depth in passes of k_block rows of B. Where panels pair up on AVX-512, panel p's passes start
+  // at the share of the depth that its column position is of N, and wrap around: in a chain of fc
+  // layers, the threads write the first layer's output a column block each (RunTasks gives the
+  // caller the first tasks and a worker the last), so the next product's A lies column block by
+  // column block in their caches, and the thread that takes its left-hand tasks starts on the
+  // left-hand part of A, the one it wrote, while the other's lines arrive. The order depends on the
+  // panel alone, not on the thread or the thread count, so results are the same from run to run. MLP
+  // inference's second layer, 64 x 512 x 256 after the first, 2 threads, medians of 4000 in 3
+  // alternating runs: 56.5-57.4 us against 61.0-61.6 in one order.
+  const int64_t passes = (k + k_block - 1) / k_block;
+  auto pass_start = [&](int64_t p) { return wide ? p * passes / panels : 0; };
+  // Pass i (of `passes`) of panels [p_begin, p_end) of packed B, pairs of them as one tile, each
+  // against row tiles [t_begin, t_end).
+  auto panels_outer = [&](int64_t t_begin, int64_t t_end, int64_t p_begin, int64_t p_end, int64_t i, float* edge) {
+    const bool acc = i > 0, final = i + 1 == passes;
     for (int64_t p = p_begin; p < p_end;) {
       const bool pair = pairs_with_next(p, p_end);
+      const int64_t k0 = (pass_start(p) + i) % passes * k_block, depth = std::min(k_block, k - k0);
       for (int64_t t = t_begin; t < t_end; ++t)
         if (pair)
           pair_tile(t, p, k0, depth, acc, final);
@@ -481,9 +490,7 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
       p += pair ? 2 : 1;
     }
   };
-  const int team = static_cast<int>(std::min<int64_t>(threads, tasks));
-  const int64_t passes = (k + k_block - 1) / k_block;
-  auto task = [&](int64_t id, int slot) {
+  auto task = [&](int64_t id) {
     const int64_t rb = id / groups, p_begin = id % groups * group, p_end = std::min(panels, p_begin + group);
     const int64_t t_begin = rb * block_tiles, t_end = std::min(row_tiles, t_begin + block_tiles);
     alignas(32) float edge[kPairTileRows512 * kTileCols];
@@ -491,26 +498,20 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
       // The block of A just copied stays in L2 while every panel of B passes by once (a panel, 64 KB
       // at most, stays in L2 for the block's tiles).
       PackTransposedTiles(s, a, t_begin, t_end, tile_rows, packed_a);
-      for (int64_t k0 = 0; k0 < k; k0 += k_block)
-        panels_outer(t_begin, t_end, p_begin, p_end, k0, edge, k0 > 0, k0 + k_block >= k);
+      for (int64_t i = 0; i < passes; ++i) panels_outer(t_begin, t_end, p_begin, p_end, i, edge);
       return;
     }
     alignas(64) float copied[kKBlock * kTileCols];
-    // Each thread starts its passes at its own share of the depth, the slot-th of `team`: where A is
-    // the product before's output, written by these threads column block by column block, that share
-    // is the part of A this thread wrote, in its own cache, while the other's lines arrive.
-    const int64_t start = wide ? slot * passes / std::max(team, 1) : 0;
     for (int64_t i = 0; i < passes; ++i) {
-      const int64_t k0 = (start + i) % passes * k_block;
-      const int64_t depth = std::min(k_block, k - k0);
+      if (wide) {  // each pair of panels' block, in L1, meets every row tile
+        panels_outer(t_begin, t_end, p_begin, p_end, i, edge);
+        continue;
+      }
+      const int64_t k0 = i * k_block, depth = std::min(k_block, k - k0);
       const bool acc = i > 0, final = i + 1 == passes;
       if (!packed) {  // one panel per task
         const int64_t j0 = PanelStart(p_begin, n);
         for (int64_t q = 0; q < depth; ++q) CopyPanelRow(b + (k0 + q) * n + j0, copied + q * kTileCols);
-      }
-      if (wide) {  // each pair of panels' block, in L1, meets every row tile
-        panels_outer(t_begin, t_end, p_begin, p_end, k0, edge, acc, final);
-        continue;
       }
       for (int64_t t = t_begin; t < t_end; ++t)
         for (int64_t p = p_begin; p < p_end; ++p)
@@ -521,6 +522,7 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   // block; B, when `pack` is set), in chunks that go to whichever thread is free, then the tasks.
   // Two jobs, so the tasks start only once every tile and panel is whole.
   const bool pack_a_first = s.trans_a && !task_packs_a;
+  const int team = static_cast<int>(std::min<int64_t>(threads, tasks));
   const int64_t a_chunks = pack_a_first ? (row_tiles + kPackTiles - 1) / kPackTiles : 0;
   const int64_t b_chunks = pack ? (k + kPackRows - 1) / kPackRows : 0;
   if (a_chunks + b_chunks > 0)
@@ -530,7 +532,7 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
       else
         PackRows(s, b, (c - a_chunks) * kPackRows, std::min(k, (c - a_chunks + 1) * kPackRows), packed);
     });
-  runtime::RunTasks(tasks, team, [&](int64_t id, int slot) { task(id, slot); });
+  runtime::RunTasks(tasks, team, [&](int64_t id, int) { task(id); });
 }
 #endif
 

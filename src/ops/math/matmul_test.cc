@@ -5,6 +5,7 @@
 // error of a K-term float32 dot product grows at worst linearly with K (2e-7 ~ 2 ulp of 1.0 per
 // term); a wrong element is off by O(1) and fails.
 #include <cmath>
+#include <cstring>
 
 #include "math/math_test_util.h"
 
@@ -289,6 +290,22 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
                     {static_cast<double>(sh.k) * 2e-7, 1e-5}, "matmul_v2");
       }
     }
+  }
+}
+
+TEST_CASE("matmul_v2 on the tiled GEMM: the same bits on one thread and two") {
+  const math_test::ScopedTiledGemmUse tiles(ops::math::TiledGemmUse::kAlways);
+  // math/gemm.cc sums the depth in passes whose order depends on the column panel alone (on AVX-512,
+  // where panels pair up): 700 deep is three passes, and 16 panels of 130 rows start at different
+  // passes. Which thread computes a panel, and how many threads there are (tasks hold 4 panels on one
+  // thread, 2 on two), changes no bit.
+  const Tensor x = RandomTensor(DType::kFloat32, {130, 700}, 61), y = RandomTensor(DType::kFloat32, {700, 256}, 62);
+  auto one = RunOpNamedBySlot("matmul_v2", {{"X", x}, {"Y", y}}, {}, {"Out"}, {.threads = 1});
+  for (int run = 0; run < 3; ++run) {
+    auto two = RunOpNamedBySlot("matmul_v2", {{"X", x}, {"Y", y}}, {}, {"Out"}, {.threads = 2});
+    const Tensor &a = one.at("Out"), &b = two.at("Out");
+    REQUIRE(a.numel() == b.numel());
+    CHECK(std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)) == 0);
   }
 }
 
