@@ -244,13 +244,15 @@ constexpr int64_t kTiledMaxRows = 128;
 /// 0.35-0.39 in passes of 256 rows, 0.35-0.41 with each panel copied from B at every call.
 constexpr int64_t kPackedKBlock = 1024;
 
-/// The same depth where the tiles run on AVX-512 (MicroTilePairRows, common/microkernel.h): there a
-/// pair of panels' 256 rows (32 KB) stays in L1 while every row tile of the task passes over it, and
-/// the 6 x 32 tile, twice as fast as AVX2's, would wait on L2 for the whole depth. Sapphire Rapids, 64
-/// x 784 x 512 and 64 x 512 x 256 with B packed, us, 2 threads (1 thread): whole depth with row
-/// tiles outer 166 and 60 (324, 106), 256 rows with panel pairs outer 155-159 and 49-56 (279-308,
-/// 87-100); oneDNN 2.6's matmul 183-191 and 55-59 (316, 91-97).
-constexpr int64_t kPackedKBlock512 = 256;
+/// Where the tiles run on AVX-512 (MicroTilePairRows' 8 x 32 tile), a task runs each pair of panels
+/// over the whole depth at once, streaming it from L2 for every row tile (a 6 x 32 tile had waited on
+/// L2 there, and passes of 256 rows, 32 KB of a pair, kept in L1 had been faster: Sapphire Rapids, 64
+/// x 784 x 512, 155-159 us against 166). With 8-row tiles the passes cost more than they save: each
+/// one reloads and stores C, restarts the streams of A and B, and K = 784 left a pass of 16 rows.
+/// Emerald Rapids, B packed, 2 threads, medians of 5000 calls in alternating runs, whole depth /
+/// passes of 256 rows: 64 x 784 x 512 154-159 / 160-165 us, 64 x 512 x 256 51.1 / 52.4-53.1, 64 x
+/// 3136 x 128 152-153 / 160; `paddlec_bench inference`, ms: MLP batch 64 0.227-0.231 / 0.233-0.235,
+/// batch 256 0.897-0.900 / 1.014-1.022; LeNet batch 64 even, batch 256 5.72-5.84 / 5.91-5.98.
 
 /// Largest B (or transposed A) packed, in floats (16 MB): a copy kept between calls doubles the
 /// weights' memory, and an operand this large is read at memory speed anyway.
@@ -365,22 +367,22 @@ void PackTransposedTiles(const GemmShape& s, const float* a, int64_t t0, int64_t
 }
 
 /// C [M, N] = epilogue(A [M, K] * B [K, N]) in 6 x 16 register tiles (common/microkernel.h; from
-/// packed B where the tiles run on AVX-512, two panels at once as 8 x 32), A read
-/// in place or, transposed, copied into row tiles in `packed_a` (PackTransposedTiles), the last row
-/// tile holding M's remainder rows. B is either `b` itself, copied kKBlock x 16 at a time, or
-/// `packed` (PackRows): given packed, or packed here first when `pack` is set (`packed` then is the
-/// room for it). A task is one 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows
-/// of C (all of them up to kTiledMaxRows, else as many row tiles as keep that block of A in L2),
-/// computed a block of B's rows at a time (in an order that depends on the panel: pass_start); tasks
-/// go one at a time to whichever thread is free, so a thread descheduled by another process delays
-/// only its task. A transposed A against packed B is
-/// the exception: a task is a block of rows against every panel, and copies that block of A itself,
-/// so the copy is still in L2 when its tiles run (against a pass over all of A before the product:
-/// 512x512x256, 2 threads, as fast on a quiet machine, 0.88-0.91 of the time in this VM's slow
-/// spells). Otherwise a transposed A is copied whole first. The last column panel overlaps the
-/// one before (N need not be a multiple of 16) and writes only its new part. MLP inference at batch
-/// 64 (784-512-256-10), 2 threads, 5 alternating runs, B copied at each call: median 0.632 ms
-/// against 0.650 on oneDNN 2.6's matmul, one thread about 1.0 against 1.2 ms.
+/// packed B where the tiles run on AVX-512, two panels at once as 8 x 32), A read in place or,
+/// transposed, copied into row tiles in `packed_a` (PackTransposedTiles), the last row tile holding
+/// M's remainder rows. B is either `b` itself, copied kKBlock x 16 at a time, or `packed`
+/// (PackRows): given packed, or packed here first when `pack` is set (`packed` then is the room for
+/// it). A task is one 16-column panel (up to kMaxPanelGroup of packed B) of a block of rows of C
+/// (all of them up to kTiledMaxRows, else as many row tiles as keep that block of A in L2),
+/// computed a block of B's rows at a time (all of them where the tiles run on AVX-512); tasks go
+/// one at a time to whichever thread is free, so a thread descheduled by another process delays
+/// only its task. A transposed A against packed B is the exception: a task is a block of rows
+/// against every panel, and copies that block of A itself, so the copy is still in L2 when its
+/// tiles run (against a pass over all of A before the product: 512x512x256, 2 threads, as fast on a
+/// quiet machine, 0.88-0.91 of the time in this VM's slow spells). Otherwise a transposed A is
+/// copied whole first. The last column panel overlaps the one before (N need not be a multiple of
+/// 16) and writes only its new part. MLP inference at batch 64 (784-512-256-10), 2 threads, 5
+/// alternating runs, B copied at each call: median 0.632 ms against 0.650 on oneDNN 2.6's matmul,
+/// one thread about 1.0 against 1.2 ms.
 void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* b, float* packed, bool pack,
                float* packed_a, const float* bias, float* c, int threads) {
   const int64_t m = s.m, k = s.k, n = s.n;
@@ -388,7 +390,7 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   // Row tiles of 8 where panels pair up on AVX-512 (kPairTileRows512), else 6.
   const int64_t tile_rows = wide ? kPairTileRows512 : kTileRows;
   const int64_t row_tiles = (m + tile_rows - 1) / tile_rows, panels = Panels(n);
-  const int64_t k_block = !packed ? kKBlock : wide ? kPackedKBlock512 : kPackedKBlock;
+  const int64_t k_block = !packed ? kKBlock : wide ? k : kPackedKBlock;
   // A transposed against packed B: each task copies its own block of A into row tiles and runs it
   // against every panel.
   const bool task_packs_a = s.trans_a && packed != nullptr;
@@ -402,10 +404,13 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   // up to 4 x 64 bytes of each row of C in a row (one panel's 64 bytes, a row of C apart from the
   // next, left the stores of shallow products waiting on memory), while tasks stay at least 4 per
   // thread.
-  const int64_t group = task_packs_a ? panels
-                        : packed
-                            ? std::clamp<int64_t>(row_blocks * panels / (4 * std::max(threads, 1)), 1, kMaxPanelGroup)
-                            : 1;
+  // On AVX-512 a task holds two panels at least, so that they run as one 8 x 32 tile: LeNet's first
+  // fc layer (64 x 3136 x 128, 8 panels, 2 threads) had made 8 tasks of one panel, each in 6- and
+  // 2-row tiles of 16 columns at two thirds of the FMA rate: 229 us, against 160 in pairs.
+  const int64_t group =
+      task_packs_a ? panels
+      : packed     ? std::clamp<int64_t>(row_blocks * panels / (4 * std::max(threads, 1)), wide ? 2 : 1, kMaxPanelGroup)
+                   : 1;
   const int64_t groups = (panels + group - 1) / group, tasks = row_blocks * groups;
   // A is read in place (rows K apart) or, transposed, from its packed copy (PackTransposedTiles).
   // An 8-row tile runs as 6 rows and the rest: single-panel tiles hold at most 6.
@@ -464,24 +469,13 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
     else
       MicroTilePairRows(rows, depth, a + i0 * k + k0, k, lo, hi, kTileCols, c + i0 * n + j0, n, te, acc);
   };
-  // The depth in passes of k_block rows of B. Where panels pair up on AVX-512, panel p's passes start
-  // at the share of the depth that its column position is of N, and wrap around: in a chain of fc
-  // layers, the threads write the first layer's output a column block each (RunTasks gives the
-  // caller the first tasks and a worker the last), so the next product's A lies column block by
-  // column block in their caches, and the thread that takes its left-hand tasks starts on the
-  // left-hand part of A, the one it wrote, while the other's lines arrive. The order depends on the
-  // panel alone, not on the thread or the thread count, so results are the same from run to run. MLP
-  // inference's second layer, 64 x 512 x 256 after the first, 2 threads, medians of 4000 in 3
-  // alternating runs: 56.5-57.4 us against 61.0-61.6 in one order.
-  const int64_t passes = (k + k_block - 1) / k_block;
-  auto pass_start = [&](int64_t p) { return wide ? p * passes / panels : 0; };
-  // Pass i (of `passes`) of panels [p_begin, p_end) of packed B, pairs of them as one tile, each
-  // against row tiles [t_begin, t_end).
-  auto panels_outer = [&](int64_t t_begin, int64_t t_end, int64_t p_begin, int64_t p_end, int64_t i, float* edge) {
-    const bool acc = i > 0, final = i + 1 == passes;
+  // Panels [p_begin, p_end) of packed B, pairs of them as one tile, each against row tiles
+  // [t_begin, t_end), over B's rows from k0 (one k_block).
+  auto panels_outer = [&](int64_t t_begin, int64_t t_end, int64_t p_begin, int64_t p_end, int64_t k0, float* edge) {
+    const int64_t depth = std::min(k_block, k - k0);
+    const bool acc = k0 > 0, final = k0 + depth == k;
     for (int64_t p = p_begin; p < p_end;) {
       const bool pair = pairs_with_next(p, p_end);
-      const int64_t k0 = (pass_start(p) + i) % passes * k_block, depth = std::min(k_block, k - k0);
       for (int64_t t = t_begin; t < t_end; ++t)
         if (pair)
           pair_tile(t, p, k0, depth, acc, final);
@@ -498,17 +492,17 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
       // The block of A just copied stays in L2 while every panel of B passes by once (a panel, 64 KB
       // at most, stays in L2 for the block's tiles).
       PackTransposedTiles(s, a, t_begin, t_end, tile_rows, packed_a);
-      for (int64_t i = 0; i < passes; ++i) panels_outer(t_begin, t_end, p_begin, p_end, i, edge);
+      for (int64_t k0 = 0; k0 < k; k0 += k_block) panels_outer(t_begin, t_end, p_begin, p_end, k0, edge);
       return;
     }
     alignas(64) float copied[kKBlock * kTileCols];
-    for (int64_t i = 0; i < passes; ++i) {
-      if (wide) {  // each pair of panels' block, in L1, meets every row tile
-        panels_outer(t_begin, t_end, p_begin, p_end, i, edge);
+    for (int64_t k0 = 0; k0 < k; k0 += k_block) {
+      if (wide) {  // each pair of panels meets every row tile over the whole depth
+        panels_outer(t_begin, t_end, p_begin, p_end, k0, edge);
         continue;
       }
-      const int64_t k0 = i * k_block, depth = std::min(k_block, k - k0);
-      const bool acc = i > 0, final = i + 1 == passes;
+      const int64_t depth = std::min(k_block, k - k0);
+      const bool acc = k0 > 0, final = k0 + depth == k;
       if (!packed) {  // one panel per task
         const int64_t j0 = PanelStart(p_begin, n);
         for (int64_t q = 0; q < depth; ++q) CopyPanelRow(b + (k0 + q) * n + j0, copied + q * kTileCols);

@@ -295,10 +295,8 @@ TEST_CASE("matmul_v2 on the tiled GEMM's packed path: row blocks, edge tiles, de
 
 TEST_CASE("matmul_v2 on the tiled GEMM: the same bits on one thread and two") {
   const math_test::ScopedTiledGemmUse tiles(ops::math::TiledGemmUse::kAlways);
-  // math/gemm.cc sums the depth in passes whose order depends on the column panel alone (on AVX-512,
-  // where panels pair up): 700 deep is three passes, and 16 panels of 130 rows start at different
-  // passes. Which thread computes a panel, and how many threads there are (tasks hold 4 panels on one
-  // thread, 2 on two), changes no bit.
+  // math/gemm.cc sums each element of C in one order, whichever thread computes it and however many
+  // there are (here tasks hold 4 panels of 130 rows on one thread and 2 on two).
   const Tensor x = RandomTensor(DType::kFloat32, {130, 700}, 61), y = RandomTensor(DType::kFloat32, {700, 256}, 62);
   auto one = RunOpNamedBySlot("matmul_v2", {{"X", x}, {"Y", y}}, {}, {"Out"}, {.threads = 1});
   for (int run = 0; run < 3; ++run) {
