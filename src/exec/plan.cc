@@ -426,13 +426,24 @@ Status Plan::Run() {
     ~RunScope() {
       if (active) runtime::LeaveKernelThreads(saved);
     }
-  } scope{cpu_threads_ > 0, cpu_threads_ > 0 ? runtime::EnterKernelThreads(cpu_threads_, flush_denormals_)
-                                             : runtime::KernelThreadState{}};
-  if (use_graph_ && !profile_) return Finish(RunRecorded());
-  if (!profile_) return Finish(RunSteps<false>());
-  auto start = std::chrono::steady_clock::now();
-  Status st = Finish(RunSteps<true>());
-  profiled_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  } scope{cpu_threads_ > 0,
+          cpu_threads_ > 0 ? runtime::EnterKernelThreads(cpu_threads_, flush_denormals_, tasks_on_openmp_)
+                           : runtime::KernelThreadState{}};
+  // After a run whose kernels started oneDNN primitives on several threads, the next runs paddlec's
+  // own loops on the same OpenMP workers (runtime/threads.h, RunTasks). An inference's first run
+  // multiplies on oneDNN before its weights are packed, so the choice follows the latest run.
+  const int64_t onednn_runs = runtime::ParallelOneDnnRuns();
+  Status st;
+  if (use_graph_ && !profile_) {
+    st = Finish(RunRecorded());
+  } else if (!profile_) {
+    st = Finish(RunSteps<false>());
+  } else {
+    auto start = std::chrono::steady_clock::now();
+    st = Finish(RunSteps<true>());
+    profiled_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  tasks_on_openmp_ = runtime::ParallelOneDnnRuns() != onednn_runs;
   return st;
 }
 

@@ -110,6 +110,53 @@ TEST_CASE("An executor's thread count applies while its plans run, not to the ca
   runtime::OverrideMachineBusyForTesting(-1);
 }
 
+TEST_CASE("After a run that used oneDNN's threads, paddlec's loops run on the same OpenMP team") {
+  // A product with Y transposed runs on oneDNN's matmul (math/gemm.cc), on both threads at this size;
+  // `scale` runs on RunTasks alone.
+  constexpr char kProduct[] = R"pb(
+    blocks {
+      idx: 0
+      parent_idx: -1
+      vars {
+        name: "x"
+        type {
+          type: LOD_TENSOR
+          lod_tensor { tensor { data_type: FP32 dims: 256 dims: 256 } }
+        }
+      }
+      ops {
+        type: "matmul_v2"
+        inputs { parameter: "X" arguments: "x" }
+        inputs { parameter: "Y" arguments: "x" }
+        outputs { parameter: "Out" arguments: "y" }
+        attrs { name: "trans_y" type: BOOLEAN b: true }
+      }
+    }
+  )pb";
+  runtime::OverrideMachineBusyForTesting(0);
+  for (const char* text : {kProduct, kScale}) {
+    const bool onednn = text == kProduct;
+    CAPTURE(onednn);
+    auto m = testing::CompileText(text, "validate,infer-shape", "t.pbtxt");
+    REQUIRE(m.ok());
+    auto exec = Executor::Create(Place::CPU(), {.num_threads = 2});
+    REQUIRE(exec.ok());
+    runtime::Scope scope;
+    const Dims dims = onednn ? Dims{256, 256} : Dims{kN};
+    const runtime::Tensor x = testing::MakeTensor<float>(dims, std::vector<float>(dims.Numel(), 0.5f));
+    REQUIRE((*exec)->device().CopyFromHost(x, scope.Var("x").tensor()).ok());
+    auto plan = (*exec)->Prepare((*m)->main().global_block(), scope);
+    REQUIRE(plan.ok());
+    CHECK_FALSE((*plan)->tasks_on_openmp());
+    for (int run = 0; run < 2; ++run) {
+      REQUIRE((*plan)->Run().ok());
+      CHECK((*plan)->tasks_on_openmp() == onednn);
+    }
+    if (onednn) CHECK(scope.Find("y")->tensor().data<float>()[0] == doctest::Approx(64.0));
+  }
+  runtime::OverrideMachineBusyForTesting(-1);
+}
+
 TEST_CASE("On a busy machine a run uses one thread, for large products too") {
   runtime::ScopedMaxThreads caller(1);
   for (int busy : {0, 1}) {
@@ -196,6 +243,26 @@ TEST_CASE("Small work runs on the calling thread; large work is split by its cos
   for (auto& r : runs) REQUIRE(r == 1);
 }
 
+/// Runs `body` twice: on RunTasks' own workers, and inside a run entered with `tasks_on_openmp` (on
+/// the calling thread's OpenMP team, as a plan that used oneDNN's threads runs next).
+template <class F>
+void OnBothPools(F&& body) {
+  SUBCASE("RunTasks' own workers") { body(); }
+  SUBCASE("the OpenMP team") {
+    // Left even when a REQUIRE in `body` throws, so that later cases run as they would alone.
+    struct Scope {
+      runtime::KernelThreadState saved;
+      ~Scope() {
+        runtime::LeaveKernelThreads(saved);
+        runtime::OverrideMachineBusyForTesting(-1);
+      }
+    };
+    runtime::OverrideMachineBusyForTesting(0);
+    const Scope scope{runtime::EnterKernelThreads(8, runtime::DenormalsFlushed(), /*tasks_on_openmp=*/true)};
+    body();
+  }
+}
+
 /// Runs two tasks on two threads, each waiting (10 s at most) until both have started, so that a
 /// worker must take one; returns per slot whether denormals were flushed there.
 std::array<int, 2> FlushPerSlot() {
@@ -211,29 +278,33 @@ std::array<int, 2> FlushPerSlot() {
 }
 
 TEST_CASE("RunTasks runs a job on the caller and a worker, in the caller's denormal mode") {
-  const unsigned int saved = _mm_getcsr();
-  _mm_setcsr(saved | 0x8040);
-  CHECK(FlushPerSlot() == std::array<int, 2>{1, 1});
-  _mm_setcsr(saved & ~0x8040u);
-  CHECK(FlushPerSlot() == std::array<int, 2>{0, 0});
-  _mm_setcsr(saved);
+  OnBothPools([] {
+    const unsigned int saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8040);
+    CHECK(FlushPerSlot() == std::array<int, 2>{1, 1});
+    _mm_setcsr(saved & ~0x8040u);
+    CHECK(FlushPerSlot() == std::array<int, 2>{0, 0});
+    _mm_setcsr(saved);
+  });
 }
 
 TEST_CASE("RunTasks runs every task once, however many threads and tasks") {
-  for (int threads : {1, 2, 3, 8})
-    // 65536 and more are claimed in runs of consecutive tasks (runtime/threads.cc, kMaxClaims).
-    for (int64_t tasks : {0, 1, 2, 7, 1000, 65535, 65536, 200001}) {
-      CAPTURE(threads);
-      CAPTURE(tasks);
-      std::vector<std::atomic<int>> runs(tasks);
-      std::atomic<int> bad_slot{0};
-      runtime::RunTasks(tasks, threads, [&](int64_t i, int slot) {
-        bad_slot += slot < 0 || slot >= threads;
-        ++runs[i];
-      });
-      CHECK(bad_slot == 0);
-      for (auto& r : runs) REQUIRE(r == 1);
-    }
+  OnBothPools([] {
+    for (int threads : {1, 2, 3, 8})
+      // 65536 and more are claimed in runs of consecutive tasks (runtime/threads.cc, kMaxClaims).
+      for (int64_t tasks : {0, 1, 2, 7, 1000, 65535, 65536, 200001}) {
+        CAPTURE(threads);
+        CAPTURE(tasks);
+        std::vector<std::atomic<int>> runs(tasks);
+        std::atomic<int> bad_slot{0};
+        runtime::RunTasks(tasks, threads, [&](int64_t i, int slot) {
+          bad_slot += slot < 0 || slot >= threads;
+          ++runs[i];
+        });
+        CHECK(bad_slot == 0);
+        for (auto& r : runs) REQUIRE(r == 1);
+      }
+  });
 }
 
 TEST_CASE("RunTasks in a forked child starts workers of its own and runs every task") {
@@ -264,42 +335,46 @@ TEST_CASE("RunTasks in a forked child starts workers of its own and runs every t
 }
 
 TEST_CASE("RunTasks gives the caller the first tasks and a worker the last, each a contiguous run") {
-  // Task 0 holds whoever runs it until the worker has started a task, so the worker takes part;
-  // every task runs for 20 us, long enough for both threads to keep claiming until they meet.
-  constexpr int64_t kTasks = 64;
-  std::vector<int> slot_of(kTasks, -1);
-  std::atomic<int64_t> worker_first{-1};
-  runtime::RunTasks(kTasks, 2, [&](int64_t i, int slot) {
-    if (slot == 1) {
-      int64_t none = -1;
-      worker_first.compare_exchange_strong(none, i);
-    }
-    const auto start = std::chrono::steady_clock::now();
-    if (i == 0)
-      while (worker_first < 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(5))
-        std::this_thread::yield();
-    while (std::chrono::steady_clock::now() - start < std::chrono::microseconds(20)) {
-    }
-    slot_of[i] = slot;
+  OnBothPools([] {
+    // Task 0 holds whoever runs it until the worker has started a task, so the worker takes part;
+    // every task runs for 20 us, long enough for both threads to keep claiming until they meet.
+    constexpr int64_t kTasks = 64;
+    std::vector<int> slot_of(kTasks, -1);
+    std::atomic<int64_t> worker_first{-1};
+    runtime::RunTasks(kTasks, 2, [&](int64_t i, int slot) {
+      if (slot == 1) {
+        int64_t none = -1;
+        worker_first.compare_exchange_strong(none, i);
+      }
+      const auto start = std::chrono::steady_clock::now();
+      if (i == 0)
+        while (worker_first < 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(5))
+          std::this_thread::yield();
+      while (std::chrono::steady_clock::now() - start < std::chrono::microseconds(20)) {
+      }
+      slot_of[i] = slot;
+    });
+    // Whatever the timing (a caller kept off its CPU may find the worker has taken every task), the
+    // worker starts at the last task, and slot 0's tasks come before slot 1's: the runs meet once.
+    CHECK(worker_first == kTasks - 1);
+    CHECK(slot_of.back() == 1);
+    CHECK(std::is_sorted(slot_of.begin(), slot_of.end()));
   });
-  // Whatever the timing (a caller kept off its CPU may find the worker has taken every task), the
-  // worker starts at the last task, and slot 0's tasks come before slot 1's: the runs meet once.
-  CHECK(worker_first == kTasks - 1);
-  CHECK(slot_of.back() == 1);
-  CHECK(std::is_sorted(slot_of.begin(), slot_of.end()));
 }
 
 TEST_CASE("RunTasks inside a task runs on the calling thread") {
-  std::atomic<int> inner{0}, elsewhere{0};
-  runtime::RunTasks(4, 2, [&](int64_t, int) {
-    const std::thread::id self = std::this_thread::get_id();
-    runtime::RunTasks(3, 2, [&](int64_t, int slot) {
-      ++inner;
-      elsewhere += std::this_thread::get_id() != self || slot != 0;
+  OnBothPools([] {
+    std::atomic<int> inner{0}, elsewhere{0};
+    runtime::RunTasks(4, 2, [&](int64_t, int) {
+      const std::thread::id self = std::this_thread::get_id();
+      runtime::RunTasks(3, 2, [&](int64_t, int slot) {
+        ++inner;
+        elsewhere += std::this_thread::get_id() != self || slot != 0;
+      });
     });
+    CHECK(inner == 12);
+    CHECK(elsewhere == 0);
   });
-  CHECK(inner == 12);
-  CHECK(elsewhere == 0);
 }
 
 /// Runs the test case `name` of this binary in a child process with `env` added; returns its exit status.

@@ -32,6 +32,10 @@ constexpr double kSerialFlops = 2.0e6;
 thread_local int t_executor_threads = 0;
 /// Whether the calling thread is running a task of RunTasks (which then runs nested work inline).
 thread_local bool t_in_task = false;
+/// Whether RunTasks runs its jobs on the OpenMP team (EnterKernelThreads' `tasks_on_openmp`).
+thread_local bool t_tasks_on_openmp = false;
+/// ScopedMaxThreads of more than one thread made by this thread (ParallelOneDnnRuns).
+thread_local int64_t t_parallel_onednn_runs = 0;
 
 int64_t NowMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -185,7 +189,7 @@ bool MachineBusy(int own_threads) {
   return busy.load(std::memory_order_relaxed);
 }
 
-KernelThreadState EnterKernelThreads(int threads, bool flush_denormals) {
+KernelThreadState EnterKernelThreads(int threads, bool flush_denormals, bool tasks_on_openmp) {
   // Which settings this thread's OpenMP workers already have: libgomp keeps one pool of workers per
   // calling thread and reuses them, so they are set once, not at every run.
   struct Workers {
@@ -193,7 +197,8 @@ KernelThreadState EnterKernelThreads(int threads, bool flush_denormals) {
     bool flush = false;
   };
   thread_local Workers workers;
-  KernelThreadState saved{omp_get_max_threads(), t_executor_threads, _mm_getcsr()};
+  KernelThreadState saved{omp_get_max_threads(), t_executor_threads, _mm_getcsr(), t_tasks_on_openmp};
+  t_tasks_on_openmp = tasks_on_openmp;
   const uint32_t mxcsr = flush_denormals ? (saved.mxcsr | kFtzDaz) : (saved.mxcsr & ~kFtzDaz);
   if (mxcsr != saved.mxcsr) _mm_setcsr(mxcsr);
   if (threads > 1 && (workers.flush != flush_denormals || workers.count < threads)) {
@@ -217,6 +222,7 @@ KernelThreadState EnterKernelThreads(int threads, bool flush_denormals) {
 
 void LeaveKernelThreads(const KernelThreadState& saved) {
   t_executor_threads = saved.executor_threads;
+  t_tasks_on_openmp = saved.tasks_on_openmp;
   if (omp_get_max_threads() != saved.threads) omp_set_num_threads(saved.threads);
   if (_mm_getcsr() != saved.mxcsr) _mm_setcsr(saved.mxcsr);
 }
@@ -229,7 +235,10 @@ int OneDnnThreads(double flops) {
   return MachineBusy(executor) ? 1 : executor;
 }
 
+int64_t ParallelOneDnnRuns() { return t_parallel_onednn_runs; }
+
 ScopedMaxThreads::ScopedMaxThreads(int threads) : saved_(omp_get_max_threads()) {
+  if (threads > 1) ++t_parallel_onednn_runs;
   if (threads != saved_) omp_set_num_threads(threads);
 }
 
@@ -438,6 +447,29 @@ class TaskPool {
   std::atomic<bool> stop_{false};
 };
 
+/// RunTasks on the calling thread's OpenMP team: the caller (thread 0) claims tasks from the front of
+/// the job, the others from its back, in one word (claimed from the front in the low half, from the
+/// back in the high), as TaskPool's workers do, each in the caller's float mode.
+void RunTasksOnOpenMp(int64_t tasks, int threads, TaskFn fn) {
+  std::atomic<uint64_t> claims{0};
+  const uint32_t mxcsr = _mm_getcsr();
+#pragma omp parallel num_threads(threads)
+  {
+    const int slot = omp_get_thread_num();
+    if (_mm_getcsr() != mxcsr) _mm_setcsr(mxcsr);
+    t_in_task = true;
+    for (uint64_t c = claims.load(std::memory_order_relaxed);;) {
+      const int64_t front = static_cast<int64_t>(c & 0xffffffffu), back = static_cast<int64_t>(c >> 32);
+      if (front + back >= tasks) break;
+      const uint64_t claimed = c + (slot == 0 ? 1 : uint64_t{1} << 32);
+      if (!claims.compare_exchange_weak(c, claimed, std::memory_order_relaxed)) continue;
+      fn.fn(fn.ctx, slot == 0 ? front : tasks - 1 - back, slot);
+      c = claims.load(std::memory_order_relaxed);
+    }
+    t_in_task = false;
+  }
+}
+
 }  // namespace
 
 int LoopThreads() { return omp_get_max_threads(); }
@@ -458,6 +490,8 @@ void RunTasks(int64_t tasks, int threads, TaskFn fn) {
     });
     return;
   }
+  // The team's claims count each end in 32 bits.
+  if (t_tasks_on_openmp && tasks < (int64_t{1} << 31)) return RunTasksOnOpenMp(tasks, threads, fn);
   thread_local TaskPool pool;
   pool.Run(tasks, threads, fn);
 }

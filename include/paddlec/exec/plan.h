@@ -83,6 +83,9 @@ class Plan {
   std::vector<OpTypeProfile> ProfileByType() const;
   /// Total time of profiled Runs.
   double profiled_ms() const { return profiled_ms_; }
+  /// Whether the next Run runs paddlec's loops on the OpenMP team oneDNN uses (runtime/threads.h,
+  /// RunTasks): where the latest Run started oneDNN primitives on several threads.
+  bool tasks_on_openmp() const { return tasks_on_openmp_; }
 
  private:
   struct Step;
@@ -119,6 +122,7 @@ class Plan {
   bool profile_ = false;
   int cpu_threads_ = 0;  // the CPU context's thread count, applied while Run runs; 0 off the CPU
   bool flush_denormals_ = true;
+  bool tasks_on_openmp_ = false;  // RunTasks on the OpenMP team: set once a run used oneDNN's threads
   int64_t shape_inferences_ = 0;
   double profiled_ms_ = 0;
 };

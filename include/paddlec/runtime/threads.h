@@ -14,6 +14,17 @@
 // training batch 64 2.10 / 2.60, batch 512 12.7 / 15.0, LeNet training batch 64 22.3 / 24.8, MLP
 // inference batch 64 0.63 / 0.91, LeNet inference batch 64 3.23 / 3.68.
 //
+// Runs whose kernels also call oneDNN on several threads (training steps, on a CPU where the tiles
+// leave the products to oneDNN) put RunTasks' jobs on libgomp's team after all, from the run after
+// the first (exec/plan.cc): with two pools, the workers of one spun after its ops while the other's
+// ran, and slept through the other's longer stretches, so the next op waited for them to wake.
+// libgomp's workers not spinning at all (GOMP_SPINCOUNT=0) made the MLP step at batch 512 take
+// 5.1-5.3 ms against 5.0. One pool, 3 alternating runs, ms: MLP training batch 512 4.63-4.85 /
+// 4.78-4.97, batch 64 0.850-0.874 / 0.882-0.913, LeNet batch 64 9.07-9.44 / 9.38-9.79, the ResNet
+// bench 79.4-83.3 / 82.1-88.1. Runs on paddlec's kernels alone (inference) keep RunTasks' own
+// workers, whose jobs are lighter than a parallel region: there every op on libgomp's team measured
+// 0.5-5 % slower (MLP b1 0.013-0.014 against 0.012-0.013 ms).
+//
 // Why not oneTBB, the other well-kept pool: run in RunTasks' place (oneTBB 2021.8 from Debian, a
 // task_arena per calling thread and parallel_for), the kernels ran within 4 % of RunTasks either
 // way. Medians of 6 rotating runs, ms, RunTasks / oneTBB: LeNet training batch 64 9.69 / 9.65, LeNet
@@ -81,12 +92,13 @@ struct KernelThreadState {
   int threads = 0;
   int executor_threads = 0;
   uint32_t mxcsr = 0;
+  bool tasks_on_openmp = false;
 };
 
 /// Applies an executor's `threads` (one while the machine is busy) and the denormal mode (flush =
-/// FTZ and DAZ on) to the calling thread and to the OpenMP workers it will use; returns what the
-/// calling thread had.
-KernelThreadState EnterKernelThreads(int threads, bool flush_denormals);
+/// FTZ and DAZ on) to the calling thread and to the OpenMP workers it will use, and where RunTasks
+/// runs its jobs (`tasks_on_openmp`: see RunTasks); returns what the calling thread had.
+KernelThreadState EnterKernelThreads(int threads, bool flush_denormals, bool tasks_on_openmp = false);
 void LeaveKernelThreads(const KernelThreadState& saved);
 
 /// Whether FTZ and DAZ are both on in the calling thread.
@@ -113,6 +125,11 @@ void OverrideMachineBusyForTesting(int busy);
 /// descheduled thread there stalls a microsecond-sized op for whole scheduler ticks) or while the
 /// machine is busy; else the running executor's count.
 int OneDnnThreads(double flops);
+
+/// How many ScopedMaxThreads of more than one thread the calling thread has made: oneDNN primitives
+/// it ran on several of libgomp's workers. An executor's plan that ran any shares those workers with
+/// RunTasks from its next run on (EnterKernelThreads' `tasks_on_openmp`).
+int64_t ParallelOneDnnRuns();
 
 /// Caps the OpenMP threads of the parallel regions (oneDNN's included) started from this thread
 /// while it lives.
@@ -146,6 +163,11 @@ void RunTasks(int64_t tasks, int threads, TaskFn fn);
 /// that have started: a worker another process keeps off its CPU finds nothing left when it wakes
 /// and holds no one up. `slot` indexes per-thread scratch (a thread runs one task at a time). Called
 /// from inside a task, it runs every task on the calling thread.
+///
+/// Inside a run entered with `tasks_on_openmp` (one whose kernels also call oneDNN: see the top of
+/// this file), the job runs on the calling thread's OpenMP team instead, with the same two-ended
+/// claims. The region's closing barrier waits for every worker, but beside busy processes a run has
+/// one thread and no team.
 template <class F>
 void RunTasks(int64_t tasks, int threads, F&& task) {
   using Fn = std::remove_reference_t<F>;
