@@ -70,26 +70,31 @@ TEST_CASE("fc keeps W packed across steps only while W's contents stay the same"
   // W into 64-column panels the same way, the last one as narrow as its columns allow (100 columns:
   // a whole panel and one of 48; 90: one of 32; 10: one of 16), and where one thread runs every
   // panel it goes through them in the other order at every other step; 530 columns on 2 threads.
+  // On AVX-512, 37 x 300 x 100 (enough work for 2 threads) against a packed W this small is split
+  // by rows between the threads (math/gemm.cc, SplitsRows): 3 and 2 row tiles, the last of 5 rows,
+  // each against 3 pairs of panels and a last panel overlapping them.
   struct Shape {
     int64_t m, n;
   };
-  for (const Shape sh : {Shape{20, 40}, Shape{1, 100}, Shape{3, 100}, Shape{4, 40}, Shape{2, 90}, Shape{1, 10},
-                         Shape{1, 530}})
+  for (const Shape sh : {Shape{20, 40}, Shape{37, 100}, Shape{1, 100}, Shape{3, 100}, Shape{4, 40}, Shape{2, 90},
+                         Shape{1, 10}, Shape{1, 530}})
     for (const ops::math::TiledGemmUse use : {ops::math::TiledGemmUse::kAuto, ops::math::TiledGemmUse::kAlways}) {
       CAPTURE(sh.m);
       CAPTURE(static_cast<int>(use));
       const math_test::ScopedTiledGemmUse tiles(use);
       const Dims xd{sh.m, 300}, wd{300, sh.n};
       const Tensor x = RandomTensor(DType::kFloat32, xd, 11), b = RandomTensor(DType::kFloat32, {sh.n}, 12);
+      const Tensor x2 = RandomTensor(DType::kFloat32, xd, 15);
       const Tensor w1 = RandomTensor(DType::kFloat32, wd, 13), w2 = RandomTensor(DType::kFloat32, wd, 14);
       StepRunner run("fc", {{"Input", "x"}, {"W", "w"}, {"Bias", "b"}}, {{"Out", "y"}},
                      {ops::MakeAttr("activation_type", std::string("relu"))});
       REQUIRE_OK(run.Start({{"x", x}, {"w", w1}, {"b", b}}, {.threads = 2}));
+      const Tensor* input = &x;
       auto expect = [&](const Tensor& w, int step) {
         CAPTURE(step);
         REQUIRE_OK(run.Step());
         const Tensor y = run.Get("y");
-        const std::vector<double> got = ToDoubles(y), ref = RefFc(x, w, &b, true, xd[0]);
+        const std::vector<double> got = ToDoubles(y), ref = RefFc(*input, w, &b, true, xd[0]);
         REQUIRE(got.size() == ref.size());
         double worst = 0;
         for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(got[i] - ref[i]));
@@ -98,11 +103,14 @@ TEST_CASE("fc keeps W packed across steps only while W's contents stay the same"
       expect(w1, 1);
       expect(w1, 2);  // packs
       expect(w1, 3);  // reuses the packed copy
+      REQUIRE_OK(run.Set("x", x2));
+      input = &x2;
+      expect(w1, 4);  // a new Input against the packed copy: every row of Out is new
       REQUIRE_OK(run.Set("w", w2));
-      expect(w2, 4);  // a new W in the same buffer
-      expect(w2, 5);  // packs the new W
+      expect(w2, 5);  // a new W in the same buffer
+      expect(w2, 6);  // packs the new W
       REQUIRE_OK(run.Set("w", w1));
-      expect(w1, 6);
+      expect(w1, 7);
     }
 }
 
