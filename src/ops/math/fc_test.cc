@@ -72,12 +72,13 @@ TEST_CASE("fc keeps W packed across steps only while W's contents stay the same"
   // panel it goes through them in the other order at every other step; 530 columns on 2 threads.
   // On AVX-512, 37 x 300 x 100 (enough work for 2 threads) against a packed W this small is split
   // by rows between the threads (math/gemm.cc, SplitsRows): 3 and 2 row tiles, the last of 5 rows,
-  // each against 3 pairs of panels and a last panel overlapping them.
+  // each against 3 pairs of panels and a last panel overlapping them. Fewer than 16 columns are one
+  // zero-padded panel there (NarrowGemm), 8-row tiles split between the threads, the last short.
   struct Shape {
     int64_t m, n;
   };
-  for (const Shape sh : {Shape{20, 40}, Shape{37, 100}, Shape{1, 100}, Shape{3, 100}, Shape{4, 40}, Shape{2, 90},
-                         Shape{1, 10}, Shape{1, 530}})
+  for (const Shape sh : {Shape{20, 40}, Shape{37, 100}, Shape{37, 10}, Shape{9, 1}, Shape{1, 100}, Shape{3, 100},
+                         Shape{4, 40}, Shape{2, 90}, Shape{1, 10}, Shape{1, 530}})
     for (const ops::math::TiledGemmUse use : {ops::math::TiledGemmUse::kAuto, ops::math::TiledGemmUse::kAlways}) {
       CAPTURE(sh.m);
       CAPTURE(static_cast<int>(use));

@@ -554,6 +554,66 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
     });
   runtime::RunTasks(tasks, team, [&](int64_t id, int) { task(id); });
 }
+
+/// C [R x n] = epilogue(A [R x K] * P) for n < 16 columns, P a packed panel of B (PackNarrowB): R
+/// zmm sums over 16 lanes, of which the stores keep n.
+template <int R>
+__attribute__((target("avx512f"))) void NarrowTile512(int64_t k, const float* a, int64_t lda, const float* p,
+                                                      TileEpilogue e, int n, float* c, int64_t ldc) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < k; ++q, p += kTileCols) {
+    const __m512 w = _mm512_load_ps(p);
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + q]), w, acc[r]);
+  }
+  const __m512 bias = e.bias != nullptr ? _mm512_maskz_loadu_ps(mask, e.bias) : _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) {
+    __m512 v = _mm512_add_ps(acc[r], bias);
+    if (e.relu) v = _mm512_maskz_max_ps(mask, v, _mm512_setzero_ps());  // _mm512_max_ps: see MicroTile512
+    _mm512_mask_storeu_ps(c + r * ldc, mask, v);
+  }
+}
+
+using NarrowTileFn = void (*)(int64_t, const float*, int64_t, const float*, TileEpilogue, int, float*, int64_t);
+constexpr NarrowTileFn kNarrowTiles512[kPairTileRows512] = {NarrowTile512<1>, NarrowTile512<2>, NarrowTile512<3>,
+                                                            NarrowTile512<4>, NarrowTile512<5>, NarrowTile512<6>,
+                                                            NarrowTile512<7>, NarrowTile512<8>};
+
+/// Whether NarrowGemm computes `s`: one untransposed 2-D product of fewer than 16 columns.
+bool NarrowFits(const GemmShape& s) {
+  return s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b && s.n < kTileCols && s.k * kTileCols <= kMaxPackedB;
+}
+
+/// B [K, N < 16] as one panel of K rows of 16 floats, zero past N.
+void PackNarrowB(const GemmShape& s, const float* b, float* packed) {
+  for (int64_t q = 0; q < s.k; ++q) {
+    std::copy_n(b + q * s.n, s.n, packed + q * kTileCols);
+    std::fill(packed + q * kTileCols + s.n, packed + (q + 1) * kTileCols, 0.0f);
+  }
+}
+
+/// C [M, N < 16] = epilogue(A [M, K] * B) from B packed by PackNarrowB, on AVX-512: 8-row tiles
+/// (the last holding M's remainder), the threads taking a block of them each. A classifier's last
+/// layer, the 10 classes of MLP inference at batch 64 (64 x 256 x 10): oneDNN 2.6's matmul runs it
+/// as a product too small for a second thread and on 10 of 16 lanes; read there from both cores'
+/// caches (the layer before split its rows between them: SplitsRows) it took 5.6-6.4 us. Here each
+/// thread reads the rows of A it wrote: medians of 4000 chained calls, 2 threads, 3.0 us; one thread
+/// 5.9-6.4 us.
+void NarrowGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* packed, const float* bias, float* c,
+                int threads) {
+  const int64_t tiles = (s.m + kPairTileRows512 - 1) / kPairTileRows512;
+  const int team = static_cast<int>(std::clamp<int64_t>(threads, 1, tiles));
+  const int64_t per = (tiles + team - 1) / team;
+  const TileEpilogue te{e.bias ? bias : nullptr, e.relu};
+  runtime::RunTasks((tiles + per - 1) / per, team, [&](int64_t block, int) {
+    for (int64_t t = block * per; t < std::min(tiles, (block + 1) * per); ++t) {
+      const int64_t i0 = t * kPairTileRows512;
+      const int rows = static_cast<int>(std::min<int64_t>(kPairTileRows512, s.m - i0));
+      kNarrowTiles512[rows - 1](s.k, a + i0 * s.k, s.k, packed, te, static_cast<int>(s.n), c + i0 * s.n, s.n);
+    }
+  });
+}
 #endif
 
 }  // namespace
@@ -622,7 +682,23 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
     return Status::OK();
   }
 #if defined(__AVX2__) && defined(__FMA__)
-  if (const TiledGemmUse use = GetTiledGemmUse(); use != TiledGemmUse::kNever) {
+  const TiledGemmUse use = GetTiledGemmUse();
+  if (use != TiledGemmUse::kNever && NarrowFits(s)) {
+    // A B of fewer than 16 columns seen unchanged is packed into one panel and read from it: on the
+    // threads of the executor, as much work as they are given elsewhere (runtime::LoopThreads) is
+    // worth splitting here (NarrowGemm). Elsewhere, and at its first call, oneDNN computes it.
+    PackedB& pb = packed_;
+    if (TilesUseAvx512() && pb.SameAsLast(b, s, b_stamp)) {
+      if (!pb.ready) {
+        pb.data.resize(s.k * kTileCols);
+        PackNarrowB(s, b, pb.data.data());
+        pb.ready = true;
+        prim_.reset();
+      }
+      NarrowGemm(s, e, a, pb.data.data(), bias, c, runtime::LoopThreads());
+      return Status::OK();
+    }
+  } else if (use != TiledGemmUse::kNever) {
     const int threads = runtime::OneDnnThreads(2.0 * static_cast<double>(s.m) * s.n * s.k);
     PackedB& pb = packed_;
     const bool same = pb.SameAsLast(b, s, b_stamp);
