@@ -630,17 +630,18 @@ struct Gemm<float>::Primitive {
   int nargs = 0;
 };
 
-TiledGemmUse GetTiledGemmUse() { return static_cast<TiledGemmUse>(TiledGemmUseWord().load(std::memory_order_relaxed)); }
-void SetTiledGemmUse(TiledGemmUse use) { TiledGemmUseWord().store(static_cast<int>(use), std::memory_order_relaxed); }
+TiledGemmUse GetTiledGemmUse() {
+  return static_cast<TiledGemmUse>(TiledGemmUseWord().load(std::memory_order_relaxed));
+}
+void SetTiledGemmUse(TiledGemmUse use) {
+  TiledGemmUseWord().store(static_cast<int>(use), std::memory_order_relaxed);
+}
 
 bool TiledGemmTakes(TiledGemmUse use, bool b_kept, bool onednn_avx512) {
   switch (use) {
-    case TiledGemmUse::kAlways:
-      return true;
-    case TiledGemmUse::kNever:
-      return false;
-    case TiledGemmUse::kAuto:
-      return b_kept || !onednn_avx512;
+    case TiledGemmUse::kAlways: return true;
+    case TiledGemmUse::kNever: return false;
+    case TiledGemmUse::kAuto: return b_kept || !onednn_avx512;
   }
   return false;
 }
@@ -684,9 +685,9 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
 #if defined(__AVX2__) && defined(__FMA__)
   const TiledGemmUse use = GetTiledGemmUse();
   if (use != TiledGemmUse::kNever && NarrowFits(s)) {
-    // A B of fewer than 16 columns seen unchanged is packed into one panel and read from it: on the
-    // threads of the executor, as much work as they are given elsewhere (runtime::LoopThreads) is
-    // worth splitting here (NarrowGemm). Elsewhere, and at its first call, oneDNN computes it.
+    // A B of fewer than 16 columns seen unchanged is packed into one panel and read from it, on the
+    // executor's threads (runtime::LoopThreads) although its flops alone would keep it on one: each
+    // thread reads the rows of A it wrote (NarrowGemm). Elsewhere, and at its first call, oneDNN.
     PackedB& pb = packed_;
     if (TilesUseAvx512() && pb.SameAsLast(b, s, b_stamp)) {
       if (!pb.ready) {
