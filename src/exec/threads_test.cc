@@ -113,37 +113,24 @@ TEST_CASE("An executor's thread count applies while its plans run, not to the ca
 TEST_CASE("After a run that used oneDNN's threads, paddlec's loops run on the same OpenMP team") {
   // A product with Y transposed runs on oneDNN's matmul (math/gemm.cc), on both threads at this size;
   // `scale` runs on RunTasks alone.
-  constexpr char kProduct[] = R"pb(
-    blocks {
-      idx: 0
-      parent_idx: -1
-      vars {
-        name: "x"
-        type {
-          type: LOD_TENSOR
-          lod_tensor { tensor { data_type: FP32 dims: 256 dims: 256 } }
-        }
-      }
-      ops {
-        type: "matmul_v2"
-        inputs { parameter: "X" arguments: "x" }
-        inputs { parameter: "Y" arguments: "x" }
-        outputs { parameter: "Out" arguments: "y" }
-        attrs { name: "trans_y" type: BOOLEAN b: true }
-      }
-    }
-  )pb";
   runtime::OverrideMachineBusyForTesting(0);
-  for (const char* text : {kProduct, kScale}) {
-    const bool onednn = text == kProduct;
+  for (const bool onednn : {true, false}) {
     CAPTURE(onednn);
-    auto m = testing::CompileText(text, "validate,infer-shape", "t.pbtxt");
+    ir::pb::OpDesc op;
+    op.set_type(onednn ? "matmul_v2" : "scale");
+    ops::AddInput(op, "X", {"x"});
+    if (onednn) {
+      ops::AddInput(op, "Y", {"x"});
+      *op.add_attrs() = ops::MakeAttr("trans_y", true);
+    }
+    ops::AddOutput(op, "Out", {"y"});
+    const Dims dims = onednn ? Dims{256, 256} : Dims{kN};
+    const runtime::Tensor x = testing::MakeTensor<float>(dims, std::vector<float>(dims.Numel(), 0.5f));
+    auto m = testing::CompileOp(op, {{"x", x}});
     REQUIRE(m.ok());
     auto exec = Executor::Create(Place::CPU(), {.num_threads = 2});
     REQUIRE(exec.ok());
     runtime::Scope scope;
-    const Dims dims = onednn ? Dims{256, 256} : Dims{kN};
-    const runtime::Tensor x = testing::MakeTensor<float>(dims, std::vector<float>(dims.Numel(), 0.5f));
     REQUIRE((*exec)->device().CopyFromHost(x, scope.Var("x").tensor()).ok());
     auto plan = (*exec)->Prepare((*m)->main().global_block(), scope);
     REQUIRE(plan.ok());
