@@ -272,6 +272,19 @@ class Backoff {
   uint32_t looks_ = 0;
 };
 
+/// Two-ended claims on a job of RunTasks: a claim word's low 32 bits count the tasks taken from the
+/// front (their high 16 bits) and from the back (the low 16), RunTasks keeping every job under
+/// kMaxClaims tasks. NextTask is the task a claim from that end would take, or -1 when all are
+/// taken; the claim adds ClaimStep to the word.
+constexpr int kFrontShift = 16;
+int64_t NextTask(uint64_t low, int64_t tasks, bool from_front) {
+  const int64_t front = static_cast<int64_t>((low >> kFrontShift) & 0xffffu),
+                back = static_cast<int64_t>(low & 0xffffu);
+  if (front + back >= tasks) return -1;
+  return from_front ? front : tasks - 1 - back;
+}
+uint64_t ClaimStep(bool from_front) { return from_front ? uint64_t{1} << kFrontShift : 1; }
+
 /// Forks since the first TaskPool, counted in the child: a child's count is its parent's plus one.
 /// TaskPool compares it at every job to notice that its workers stayed behind in the parent; it
 /// compared getpid() before, a system call at every job (glibc caches no pid), 0.12 us in this VM.
@@ -328,7 +341,6 @@ class TaskPool {
 
  private:
   static constexpr int kEpochShift = 32;
-  static constexpr int kFrontShift = 16;  // the low half: claimed from the front << 16 | from the back
   static constexpr uint64_t kClosed = 0xffffffffu;  // the low half while a job is published
 
   void Publish(int64_t tasks, int threads, TaskFn fn) {
@@ -359,13 +371,12 @@ class TaskPool {
         c = claim_.load(std::memory_order_acquire);
         continue;
       }
-      const int64_t front = static_cast<int64_t>(low >> kFrontShift), back = static_cast<int64_t>(low & 0xffffu);
       // Read after `c`: this job's fields, or a newer job's, in which case the claim below fails.
-      const int64_t tasks = tasks_.load(std::memory_order_acquire);
-      if (front + back >= tasks || slot >= threads_.load(std::memory_order_acquire)) return;
-      const uint64_t claimed = c + (from_front ? uint64_t{1} << kFrontShift : 1);
-      if (!claim_.compare_exchange_weak(c, claimed, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-      const int64_t task = from_front ? front : tasks - 1 - back;
+      const int64_t task = NextTask(low, tasks_.load(std::memory_order_acquire), from_front);
+      if (task < 0 || slot >= threads_.load(std::memory_order_acquire)) return;
+      if (!claim_.compare_exchange_weak(c, c + ClaimStep(from_front), std::memory_order_acq_rel,
+                                        std::memory_order_acquire))
+        continue;
       if (const uint32_t m = mxcsr_.load(std::memory_order_relaxed); m != _mm_getcsr()) _mm_setcsr(m);
       t_in_task = true;
       fn_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), task, slot);
@@ -448,22 +459,22 @@ class TaskPool {
 };
 
 /// RunTasks on the calling thread's OpenMP team: the caller (thread 0) claims tasks from the front of
-/// the job, the others from its back, in one word (claimed from the front in the low half, from the
-/// back in the high), as TaskPool's workers do, each in the caller's float mode.
+/// the job and the others from its back (NextTask), as TaskPool's workers do, each in the caller's
+/// float mode.
 void RunTasksOnOpenMp(int64_t tasks, int threads, TaskFn fn) {
   std::atomic<uint64_t> claims{0};
   const uint32_t mxcsr = _mm_getcsr();
 #pragma omp parallel num_threads(threads)
   {
     const int slot = omp_get_thread_num();
+    const bool from_front = slot == 0;
     if (_mm_getcsr() != mxcsr) _mm_setcsr(mxcsr);
     t_in_task = true;
     for (uint64_t c = claims.load(std::memory_order_relaxed);;) {
-      const int64_t front = static_cast<int64_t>(c & 0xffffffffu), back = static_cast<int64_t>(c >> 32);
-      if (front + back >= tasks) break;
-      const uint64_t claimed = c + (slot == 0 ? 1 : uint64_t{1} << 32);
-      if (!claims.compare_exchange_weak(c, claimed, std::memory_order_relaxed)) continue;
-      fn.fn(fn.ctx, slot == 0 ? front : tasks - 1 - back, slot);
+      const int64_t task = NextTask(c, tasks, from_front);
+      if (task < 0) break;
+      if (!claims.compare_exchange_weak(c, c + ClaimStep(from_front), std::memory_order_relaxed)) continue;
+      fn.fn(fn.ctx, task, slot);
       c = claims.load(std::memory_order_relaxed);
     }
     t_in_task = false;
@@ -480,8 +491,8 @@ void RunTasks(int64_t tasks, int threads, TaskFn fn) {
     for (int64_t i = 0; i < tasks; ++i) fn.fn(fn.ctx, i, 0);
     return;
   }
-  // The claim word counts each end's claims in 16 bits: a larger job is claimed in runs of
-  // consecutive tasks, fewer than kMaxClaims of them.
+  // Claims count each end in 16 bits (NextTask): a larger job is claimed in runs of consecutive
+  // tasks, fewer than kMaxClaims of them.
   constexpr int64_t kMaxClaims = int64_t{1} << 16;
   if (tasks >= kMaxClaims) {
     const int64_t run = (tasks + kMaxClaims - 2) / (kMaxClaims - 1);
@@ -490,8 +501,7 @@ void RunTasks(int64_t tasks, int threads, TaskFn fn) {
     });
     return;
   }
-  // The team's claims count each end in 32 bits.
-  if (t_tasks_on_openmp && tasks < (int64_t{1} << 31)) return RunTasksOnOpenMp(tasks, threads, fn);
+  if (t_tasks_on_openmp) return RunTasksOnOpenMp(tasks, threads, fn);
   thread_local TaskPool pool;
   pool.Run(tasks, threads, fn);
 }
