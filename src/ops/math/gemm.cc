@@ -555,8 +555,8 @@ void TiledGemm(const GemmShape& s, GemmEpilogue e, const float* a, const float* 
   runtime::RunTasks(tasks, team, [&](int64_t id, int) { task(id); });
 }
 
-/// C [R x n] = epilogue(A [R x K] * P) for n < 16 columns, P a packed panel of B (PackNarrowB): R
-/// zmm sums over 16 lanes, of which the stores keep n.
+/// C [R x n] = epilogue(A [R x K] * P) for n < 16 columns, P B's one packed panel: K rows of 16
+/// floats, zero past n (PackSmallRowsB). R zmm sums over 16 lanes, of which the stores keep n.
 template <int R>
 __attribute__((target("avx512f"))) void NarrowTile512(int64_t k, const float* a, int64_t lda, const float* p,
                                                       TileEpilogue e, int n, float* c, int64_t ldc) {
@@ -585,15 +585,7 @@ bool NarrowFits(const GemmShape& s) {
   return s.c_batch.Numel() == 1 && !s.trans_a && !s.trans_b && s.n < kTileCols && s.k * kTileCols <= kMaxPackedB;
 }
 
-/// B [K, N < 16] as one panel of K rows of 16 floats, zero past N.
-void PackNarrowB(const GemmShape& s, const float* b, float* packed) {
-  for (int64_t q = 0; q < s.k; ++q) {
-    std::copy_n(b + q * s.n, s.n, packed + q * kTileCols);
-    std::fill(packed + q * kTileCols + s.n, packed + (q + 1) * kTileCols, 0.0f);
-  }
-}
-
-/// C [M, N < 16] = epilogue(A [M, K] * B) from B packed by PackNarrowB, on AVX-512: 8-row tiles
+/// C [M, N < 16] = epilogue(A [M, K] * B) from B packed by PackSmallRowsB, on AVX-512: 8-row tiles
 /// (the last holding M's remainder), the threads taking a block of them each. A classifier's last
 /// layer, the 10 classes of MLP inference at batch 64 (64 x 256 x 10): oneDNN 2.6's matmul runs it
 /// as a product too small for a second thread and on 10 of 16 lanes; read there from both cores'
@@ -691,8 +683,8 @@ Status Gemm<float>::Run(runtime::CpuContext& cpu, const GemmShape& s, GemmEpilog
     PackedB& pb = packed_;
     if (TilesUseAvx512() && pb.SameAsLast(b, s, b_stamp)) {
       if (!pb.ready) {
-        pb.data.resize(s.k * kTileCols);
-        PackNarrowB(s, b, pb.data.data());
+        pb.data.resize(SmallRowsPackedSize(s));  // one panel of 16 columns
+        PackSmallRowsB(s, b, pb.data.data());
         pb.ready = true;
         prim_.reset();
       }
