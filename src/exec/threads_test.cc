@@ -6,6 +6,7 @@
 #include <omp.h>
 #include <sched.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xmmintrin.h>
@@ -15,8 +16,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -364,6 +367,89 @@ TEST_CASE("RunTasks inside a task runs on the calling thread") {
   });
 }
 
+TEST_CASE("RunTasks' caller sleeps through a task longer than its spin and wakes when a worker ends it") {
+  // A caller that slept and was never woken would hang: the watchdog ends the test instead.
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!finished && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!finished) {
+      std::fputs("RunTasks' caller was not woken\n", stderr);
+      std::_Exit(1);
+    }
+  });
+  for (int rep = 0; rep < 3; ++rep) {
+    std::atomic<int> started{0}, runs{0};
+    runtime::RunTasks(2, 2, [&](int64_t, int slot) {
+      ++started;
+      ++runs;
+      if (slot != 0) {
+        // 20 ms: the caller, done with its task, spins for ~50 us (PADDLEC_SPIN_US) and sleeps.
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        return;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    });
+    CHECK(runs == 2);
+  }
+  finished = true;
+  watchdog.join();
+}
+
+/// The kernel's struct sched_attr, first version (as runtime/threads.cc declares it).
+struct SchedAttr {
+  uint32_t size, policy;
+  uint64_t flags;
+  int32_t nice;
+  uint32_t priority;
+  uint64_t runtime, deadline, period;
+};
+
+/// The calling thread's scheduler slice in ns (sched_getattr), or 0 where it cannot be read.
+uint64_t SliceNanos() {
+  SchedAttr attr{};
+  attr.size = sizeof(attr);
+  return ::syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) == 0 ? attr.runtime : 0;
+}
+
+TEST_CASE("Workers ask the scheduler for its shortest slice, where the kernel takes one; the caller keeps its own") {
+  // Whether this kernel takes a slice (Linux 6.12 on): asked on a thread of the test's own.
+  bool kernel_takes = false;
+  std::thread probe([&] {
+    SchedAttr attr{};
+    attr.size = sizeof(attr);
+    attr.runtime = 100'000;
+    kernel_takes = ::syscall(SYS_sched_setattr, 0, &attr, 0) == 0 && SliceNanos() == 100'000;
+  });
+  probe.join();
+  if (!kernel_takes) return;
+  const uint64_t caller = SliceNanos();
+  OnBothPools([&] {
+    std::array<uint64_t, 2> slices{};
+    std::atomic<int> started{0};
+    runtime::RunTasks(2, 2, [&](int64_t, int slot) {
+      ++started;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      slices[static_cast<size_t>(slot)] = SliceNanos();
+    });
+    CHECK(slices[0] == caller);
+    CHECK(slices[1] == 100'000);
+  });
+}
+
+TEST_CASE("TeamCpus binds a team that covers the process's CPUs, the caller on the CPU it is on") {
+  CHECK(runtime::TeamCpus(2, {0, 1}, 1) == std::vector<int>{1, 0});
+  CHECK(runtime::TeamCpus(2, {0, 1}, 0) == std::vector<int>{0, 1});
+  CHECK(runtime::TeamCpus(3, {2, 5, 7}, 5) == std::vector<int>{5, 2, 7});
+  CHECK(runtime::TeamCpus(2, {2, 5}, 9) == std::vector<int>{2, 5});  // on a CPU not its own: any order
+  CHECK(runtime::TeamCpus(2, {0, 1, 2, 3}, 0).empty());              // a smaller team: the scheduler's
+  CHECK(runtime::TeamCpus(4, {0, 1}, 0).empty());                    // more threads than CPUs
+  CHECK(runtime::TeamCpus(1, {0}, 0).empty());                       // one thread: nothing to spread
+}
+
 /// Runs the test case `name` of this binary in a child process with `env` added; returns its exit status.
 int RunCaseInChild(const char* name, std::vector<std::string> env) {
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
@@ -418,6 +504,85 @@ TEST_CASE(kBoundCase) {
   cpu_set_t after;
   REQUIRE(sched_getaffinity(0, sizeof(after), &after) == 0);
   REQUIRE(CPU_COUNT(&after) == omp_get_num_places());
+  std::_Exit(42);
+}
+
+constexpr char kOwnTeamCase[] =
+    "BindTeamsToCpus binds a team that covers the CPUs and keeps it on a busy machine; a larger team is unbound";
+
+TEST_CASE(kOwnTeamCase) {
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  const int cpus = CPU_COUNT(&allowed);
+  if (cpus < 2 || cpus > runtime::MaxThreads()) return;  // one CPU: nothing to spread
+  if (std::getenv("PADDLEC_TEST_OWN_TEAM_CHILD") == nullptr) {
+    // Bound, this process's main thread would pass its one CPU on to threads that later cases
+    // create: the child exits with 42 once every check has held. No OMP_PROC_BIND: that would be
+    // libgomp's binding, not ours.
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e)
+      if (std::string_view(*e).substr(0, 14) != "OMP_PROC_BIND=") env.emplace_back(*e);
+    env.emplace_back("PADDLEC_TEST_OWN_TEAM_CHILD=1");
+    std::vector<char*> envp;
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string filter = std::string("--test-case=") + kOwnTeamCase;
+    char exe[] = "/proc/self/exe";
+    char* argv[] = {exe, filter.data(), nullptr};
+    pid_t pid = 0;
+    REQUIRE(posix_spawn(&pid, exe, nullptr, nullptr, argv, envp.data()) == 0);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 42);
+    return;
+  }
+  runtime::BindTeamsToCpus();
+  runtime::OverrideMachineBusyForTesting(1);
+  runtime::KernelThreadState saved = runtime::EnterKernelThreads(cpus, true);
+  REQUIRE(omp_get_max_threads() == cpus);  // busy, and still the whole team
+  REQUIRE(runtime::OneDnnThreads(1e9) == cpus);
+  std::vector<int> omp_cpu(static_cast<size_t>(cpus), -1), pool_cpu(static_cast<size_t>(cpus), -1);
+#pragma omp parallel num_threads(cpus)
+  {
+    cpu_set_t mine;
+    sched_getaffinity(0, sizeof(mine), &mine);
+    if (CPU_COUNT(&mine) == 1)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &mine)) omp_cpu[static_cast<size_t>(omp_get_thread_num())] = c;
+  }
+  std::atomic<int> started{0};
+  runtime::RunTasks(cpus, cpus, [&](int64_t, int slot) {
+    ++started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started < cpus && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    cpu_set_t mine;
+    sched_getaffinity(0, sizeof(mine), &mine);
+    if (CPU_COUNT(&mine) == 1)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &mine)) pool_cpu[static_cast<size_t>(slot)] = c;
+  });
+  runtime::LeaveKernelThreads(saved);
+  REQUIRE(started == cpus);
+  // One CPU each, all of the process's; RunTasks' workers where the OpenMP thread of their number is.
+  for (int c : omp_cpu) {
+    REQUIRE(c >= 0);
+    REQUIRE(CPU_ISSET(c, &allowed));
+  }
+  std::vector<int> sorted = omp_cpu;
+  std::sort(sorted.begin(), sorted.end());
+  REQUIRE(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+  for (int slot = 1; slot < cpus; ++slot)
+    REQUIRE(pool_cpu[static_cast<size_t>(slot)] == omp_cpu[static_cast<size_t>(slot)]);
+  // The caller stays bound between runs; a team that does not cover the CPUs gives them back.
+  cpu_set_t caller;
+  REQUIRE(sched_getaffinity(0, sizeof(caller), &caller) == 0);
+  REQUIRE(CPU_COUNT(&caller) == 1);
+  saved = runtime::EnterKernelThreads(cpus + 1, true);
+  REQUIRE(omp_get_max_threads() == 1);  // busy, and not bound: one thread
+  runtime::LeaveKernelThreads(saved);
+  REQUIRE(sched_getaffinity(0, sizeof(caller), &caller) == 0);
+  REQUIRE(CPU_EQUAL(&caller, &allowed));
+  runtime::OverrideMachineBusyForTesting(-1);
   std::_Exit(42);
 }
 

@@ -46,11 +46,50 @@ int64_t NowMicros() {
 /// PoolWorkersRunning finds them by it).
 constexpr char kWorkerName[] = "paddlec-worker";
 
-void NameThisWorker() { pthread_setname_np(pthread_self(), kWorkerName); }
+/// The scheduler slice a worker asks for, in ns: the least Linux takes (sched_setattr, 6.12 on).
+/// A woken thread whose slice is shorter than the running one's preempts it at once; with the
+/// default slice (1.4 ms on this VM) a worker woken for a job beside a busy process waited for the
+/// rest of that process's slice. The share of the CPU stays the same. Beside two busy processes,
+/// 2 bound threads, ms per step, 2 runs, default slice / short: LeNet inference batch 64 median
+/// 2.83-2.92 / 1.49-1.64, MLP batch 1 even (0.012-0.013).
+constexpr uint64_t kWorkerSliceNanos = 100'000;
 
-/// Under OpenMP binding (OMP_PROC_BIND), the CPUs of each thread of the calling thread's OpenMP team,
-/// by thread number, as EnterKernelThreads found them; empty when threads are not bound.
+/// The kernel's struct sched_attr as of its first version (48 bytes); glibc 2.36 has no wrapper.
+struct SchedAttr {
+  uint32_t size, policy;
+  uint64_t flags;
+  int32_t nice;
+  uint32_t priority;
+  uint64_t runtime, deadline, period;
+};
+
+/// Asks for kWorkerSliceNanos, keeping the thread's policy (SCHED_OTHER) and nice value. Older
+/// kernels ignore the request, and a failure changes nothing.
+void RequestShortSlice() {
+  SchedAttr attr{};
+  attr.size = sizeof(attr);
+  if (::syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0 || attr.policy != SCHED_OTHER) return;
+  attr.size = sizeof(attr);
+  attr.flags = 0;
+  attr.runtime = kWorkerSliceNanos;
+  ::syscall(SYS_sched_setattr, 0, &attr, 0);
+}
+
+void NameThisWorker() {
+  pthread_setname_np(pthread_self(), kWorkerName);
+  RequestShortSlice();
+}
+
+/// When the calling thread's team is bound (OMP_PROC_BIND, or TeamCpus), the CPUs of each thread of
+/// its OpenMP team, by thread number, as EnterKernelThreads found them; empty otherwise.
 thread_local std::vector<cpu_set_t> t_team_cpus;
+/// Whether the calling thread's team is bound one thread to a CPU, by libgomp or by TeamCpus.
+thread_local bool t_team_bound = false;
+/// Whether EnterKernelThreads has bound the calling thread (TeamCpus), and the CPUs it had before.
+thread_local bool t_caller_bound = false;
+thread_local cpu_set_t t_caller_cpus;
+/// BindTeamsToCpus: whether teams that cover the process's CPUs are bound.
+std::atomic<bool> g_bind_teams{false};
 
 /// Runnable tasks on the machine now, ourselves included; -1 when unknown.
 int RunnableTasks() {
@@ -189,33 +228,74 @@ bool MachineBusy(int own_threads) {
   return busy.load(std::memory_order_relaxed);
 }
 
+std::vector<int> TeamCpus(int threads, std::vector<int> allowed, int current_cpu) {
+  if (threads < 2 || static_cast<int>(allowed.size()) != threads) return {};
+  // The caller keeps the CPU it is on, so that binding it moves nothing.
+  if (auto it = std::find(allowed.begin(), allowed.end(), current_cpu); it != allowed.end())
+    std::rotate(allowed.begin(), it, it + 1);
+  return allowed;
+}
+
+void BindTeamsToCpus(bool on) { g_bind_teams.store(on); }
+
 KernelThreadState EnterKernelThreads(int threads, bool flush_denormals, bool tasks_on_openmp) {
   // Which settings this thread's OpenMP workers already have: libgomp keeps one pool of workers per
   // calling thread and reuses them, so they are set once, not at every run.
   struct Workers {
     int count = 0;
     bool flush = false;
+    bool bind = false;
   };
   thread_local Workers workers;
   KernelThreadState saved{omp_get_max_threads(), t_executor_threads, _mm_getcsr(), t_tasks_on_openmp};
   t_tasks_on_openmp = tasks_on_openmp;
   const uint32_t mxcsr = flush_denormals ? (saved.mxcsr | kFtzDaz) : (saved.mxcsr & ~kFtzDaz);
   if (mxcsr != saved.mxcsr) _mm_setcsr(mxcsr);
-  if (threads > 1 && (workers.flush != flush_denormals || workers.count < threads)) {
+  const bool bind = g_bind_teams.load(std::memory_order_relaxed);
+  if (threads > 1 && (workers.flush != flush_denormals || workers.count < threads || workers.bind != bind)) {
+    const bool libgomp_binds = omp_get_proc_bind() != omp_proc_bind_false;
+    // Ours to decide only where the user set no OMP_PROC_BIND, false included.
+    const bool ours_to_bind = bind && !libgomp_binds && std::getenv("OMP_PROC_BIND") == nullptr;
+    cpu_set_t process_cpus;  // the caller's CPUs before any binding of ours
+    if (t_caller_bound)
+      process_cpus = t_caller_cpus;
+    else if (sched_getaffinity(0, sizeof(process_cpus), &process_cpus) != 0)
+      CPU_ZERO(&process_cpus);
+    std::vector<int> allowed, cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &process_cpus)) allowed.push_back(c);
+    if (ours_to_bind) cpus = TeamCpus(threads, allowed, sched_getcpu());
+    const bool ours = !cpus.empty();
+    const bool was_bound = t_caller_bound;  // read before the region: t_caller_bound is thread_local
+    if (ours && !was_bound) t_caller_cpus = process_cpus;
     // Recorded for RunTasks' workers, which then run where the OpenMP threads of their number do.
-    const bool bound = omp_get_proc_bind() != omp_proc_bind_false;
-    if (bound) t_team_cpus.resize(static_cast<size_t>(threads));
+    t_team_cpus.assign(libgomp_binds || ours ? static_cast<size_t>(threads) : 0, cpu_set_t{});
     cpu_set_t* team_cpus = t_team_cpus.data();  // the caller's: t_team_cpus is thread_local
 #pragma omp parallel num_threads(threads)
     {
+      const int n = omp_get_thread_num();
       _mm_setcsr(flush_denormals ? (_mm_getcsr() | kFtzDaz) : (_mm_getcsr() & ~kFtzDaz));
-      if (omp_get_thread_num() != 0) NameThisWorker();
-      if (bound) sched_getaffinity(0, sizeof(cpu_set_t), &team_cpus[omp_get_thread_num()]);
+      if (n != 0) NameThisWorker();
+      // Bound one to a CPU, or given the process's CPUs back after an earlier team's binding
+      // (RunTasks' workers keep the CPU they were created on).
+      if ((ours || was_bound) && !allowed.empty()) {
+        cpu_set_t mine = process_cpus;
+        if (ours) {
+          CPU_ZERO(&mine);
+          CPU_SET(cpus[static_cast<size_t>(n)], &mine);
+        }
+        sched_setaffinity(0, sizeof(mine), &mine);
+      }
+      if (libgomp_binds || ours) sched_getaffinity(0, sizeof(cpu_set_t), &team_cpus[n]);
     }
-    workers = {threads, flush_denormals};
+    t_caller_bound = ours;
+    workers = {threads, flush_denormals, bind};
+    t_team_bound = libgomp_binds || ours;
   }
   t_executor_threads = threads;
-  const int now = threads > 1 && MachineBusy(threads) ? 1 : threads;
+  // A team bound one thread to a CPU keeps its threads on a busy machine (runtime/threads.h,
+  // "Busy machines").
+  const int now = threads > 1 && !t_team_bound && MachineBusy(threads) ? 1 : threads;
   if (now != saved.threads) omp_set_num_threads(now);
   return saved;
 }
@@ -232,7 +312,7 @@ bool DenormalsFlushed() { return (_mm_getcsr() & kFtzDaz) == kFtzDaz; }
 int OneDnnThreads(double flops) {
   const int executor = t_executor_threads > 0 ? t_executor_threads : omp_get_max_threads();
   if (executor <= 1 || flops < kSerialFlops) return 1;
-  return MachineBusy(executor) ? 1 : executor;
+  return MachineBusy(executor) && !t_team_bound ? 1 : executor;
 }
 
 int64_t ParallelOneDnnRuns() { return t_parallel_onednn_runs; }
@@ -248,21 +328,19 @@ ScopedMaxThreads::~ScopedMaxThreads() {
 
 namespace {
 
-/// A wait's pause between looks: `pause` for its first kPureSpinMicros, sched_yield after, since
-/// the thread being waited for (a worker running a task, or an OpenMP worker of the oneDNN
-/// primitive that often comes next) may be waiting for this very CPU; two pools spinning against
-/// each other ran 3x slower (machine.md, pitfall C).
+/// A wait's spin: `pause` between looks at what it waits for, and the microseconds since it began
+/// (read every 64th pause). It never yields: beside a busy process, sched_yield handed the CPU to
+/// that process for a whole scheduler slice (1.4 ms here) although the thread that would end the
+/// wait was already running elsewhere. A wait that outlasts the bounded spin (PADDLEC_SPIN_US)
+/// sleeps on a futex instead, and a woken worker preempts a busy process at once
+/// (RequestShortSlice). Two pools spinning against each other (machine.md, pitfall C) hold each
+/// other up for that bound at most; on an idle machine, ms per step, 2 runs, yielding / not: LeNet
+/// inference batch 64 1.441-1.456 / 1.450-1.454, LeNet training 9.14-9.31 / 9.05-9.07, MLP
+/// training batch 512 4.649-4.654 / 4.625-4.638.
 class Backoff {
  public:
-  static constexpr int64_t kPureSpinMicros = 2;
-  /// Microseconds since the wait began (read every 64th pause, and after every yield).
   int64_t elapsed() const { return elapsed_; }
   void Pause() {
-    if (elapsed_ > kPureSpinMicros) {
-      sched_yield();
-      elapsed_ = NowMicros() - start_;
-      return;
-    }
     _mm_pause();
     if ((++looks_ & 63) == 0) elapsed_ = NowMicros() - start_;
   }
@@ -336,7 +414,7 @@ class TaskPool {
     Publish(tasks, threads, fn);
     Work(0, epoch_);
     // Every task is claimed: wait for those still running on workers.
-    for (Backoff b; done_.load(std::memory_order_acquire) < tasks;) b.Pause();
+    WaitForTasks(tasks);
   }
 
  private:
@@ -360,6 +438,22 @@ class TaskPool {
     }
   }
 
+  /// Spins for the bounded spin, then sleeps until `tasks` tasks are done. A worker that ends a task
+  /// wakes the caller only when it is asleep (`joining_`): either the caller's look at done_ sees
+  /// the task, or the worker sees the flag (all four accesses seq_cst).
+  void WaitForTasks(int64_t tasks) {
+    const auto spin = static_cast<int64_t>(SpinMicros());
+    for (Backoff b; b.elapsed() <= spin; b.Pause())
+      if (done_.load(std::memory_order_acquire) >= tasks) return;
+    for (;;) {
+      const uint32_t w = join_wake_.load(std::memory_order_seq_cst);
+      joining_.store(true, std::memory_order_seq_cst);
+      if (done_.load(std::memory_order_seq_cst) >= tasks) break;
+      join_wake_.wait(w, std::memory_order_seq_cst);
+    }
+    joining_.store(false, std::memory_order_relaxed);
+  }
+
   /// Runs tasks of job `epoch` until none is left unclaimed.
   void Work(int slot, uint32_t epoch) noexcept {
     uint64_t c = claim_.load(std::memory_order_acquire);
@@ -381,7 +475,11 @@ class TaskPool {
       t_in_task = true;
       fn_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), task, slot);
       t_in_task = false;
-      done_.fetch_add(1, std::memory_order_release);
+      done_.fetch_add(1, std::memory_order_seq_cst);
+      if (joining_.load(std::memory_order_seq_cst)) {
+        join_wake_.fetch_add(1, std::memory_order_seq_cst);
+        join_wake_.notify_one();
+      }
       c = claim_.load(std::memory_order_acquire);
     }
   }
@@ -454,8 +552,8 @@ class TaskPool {
   std::atomic<int> threads_{0}, sleepers_{0};
   std::atomic<void (*)(void*, int64_t, int)> fn_{nullptr};
   std::atomic<void*> ctx_{nullptr};
-  std::atomic<uint32_t> mxcsr_{0}, wake_{0};
-  std::atomic<bool> stop_{false};
+  std::atomic<uint32_t> mxcsr_{0}, wake_{0}, join_wake_{0};
+  std::atomic<bool> stop_{false}, joining_{false};
 };
 
 /// RunTasks on the calling thread's OpenMP team: the caller (thread 0) claims tasks from the front of

@@ -338,6 +338,7 @@ void Dispatch(const Args& a) {
 int main(int argc, char** argv) {
   using namespace paddlec;
   runtime::ReexecWithBoundedSpin(argv);      // as `paddlec run` does (runtime/threads.h)
+  runtime::BindTeamsToCpus();                // as `paddlec run` does
   const double idle_mb = ResidentMb(false);  // libraries loaded, nothing built
   Args a;
   if (argc < 2) {

@@ -255,6 +255,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     paddlec::runtime::ReexecWithBoundedSpin(argv);
+    paddlec::runtime::BindTeamsToCpus();  // this process's threads are its own
   }
   // glibc returns freed large blocks to the OS and page-faults them back on the next parse or GEMM
   // buffer (2-4x slower first parses here, docs/performance.md); keep them instead.

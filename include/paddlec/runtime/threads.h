@@ -9,10 +9,11 @@
 // must reach, so beside a busy process a worker waiting for its CPU held the whole op for a
 // scheduler slice even when the caller had already done all the work; RunTasks waits only for tasks
 // that started. Its idle workers spin for the same bounded time as libgomp's (PADDLEC_SPIN_US),
-// yielding after the first microseconds, then sleep. Beside one busy process on this 2-core machine
-// (ms per step, 2 threads, median of 5 alternating runs, RunTasks against OpenMP teams): MLP
-// training batch 64 2.10 / 2.60, batch 512 12.7 / 15.0, LeNet training batch 64 22.3 / 24.8, MLP
-// inference batch 64 0.63 / 0.91, LeNet inference batch 64 3.23 / 3.68.
+// then sleep, and so does a caller waiting for a job's last task; no wait yields (below). Beside
+// one busy process on this 2-core machine (ms per step, 2 threads, median of 5 alternating runs,
+// RunTasks against OpenMP teams): MLP training batch 64 2.10 / 2.60, batch 512 12.7 / 15.0, LeNet
+// training batch 64 22.3 / 24.8, MLP inference batch 64 0.63 / 0.91, LeNet inference batch 64 3.23
+// / 3.68.
 //
 // Runs whose kernels also call oneDNN on several threads (training steps, on a CPU where the tiles
 // leave the products to oneDNN) put RunTasks' jobs on libgomp's team after all, from the run after
@@ -42,21 +43,40 @@
 //
 // Busy machines: while more threads want the cores than there are, a run uses one thread for
 // everything (MachineBusy: other processes' runnable threads, from /proc/loadavg less the calling
-// thread and our running workers, plus the run's own threads). Beside one busy process the run's
-// second thread would make three on two cores; one thread is as fast or faster there (ms, 3
-// alternating runs each, one thread / two: MLP training batch 64 1.92 / 2.15, the ResNet bench 144-151
-// / 152-159, the rest even). Beside busy processes two threads get about one CPU between them, little
-// more than one thread alone gets (two thirds of one or all of one, as the scheduler places it), and
-// the second adds waits for whichever thread the scheduler left out. Beside two busy processes (ms per
-// step, 2 threads, median of 5 alternating runs, one thread everywhere against two for products and
-// convolutions of 30 MFLOP and more): LeNet training batch 64 25.5 / 36.5, LeNet inference batch 64
-// 3.39 / 5.46, MLP training batch 64 2.11 / 2.06, batch 512 14.7 / 18.0 (both 13-25 across runs), MLP
-// inference batch 64 0.644 / 0.642; the ResNet bench at batch 64, 3 runs, 204-231 / 171-269: steadier,
-// not faster.
+// thread and our running workers, plus the run's own threads), unless its team is bound one thread
+// to a CPU. Unbound, two threads beside busy processes got about one CPU between them and waited
+// for whichever the scheduler had left out, or stacked on one CPU; one thread was as fast. Beside
+// two busy processes (ms per step, 2 threads, median of 5 alternating runs, one thread against
+// two): LeNet training batch 64 25.5 / 36.5, LeNet inference batch 64 3.39 / 5.46, MLP training
+// batch 512 14.7 / 18.0.
+//
+// Bound teams: the CLI and the benchmark, whose threads are their own, bind a team that covers
+// every CPU of the process (BindTeamsToCpus, TeamCpus; OMP_PROC_BIND, when set, is libgomp's to
+// apply instead). The scheduler then puts one busy process beside each thread rather than a thread
+// beside both, and two threads of ours never share a CPU. A bound team keeps its threads on a busy
+// machine, and three things make them pay there: no wait yields (a yield gave the CPU to a busy
+// process for its whole 1.4 ms slice), workers sleep on futexes after the bounded spin, and workers
+// ask for the scheduler's shortest slice, so that a woken one preempts a busy process at once
+// (RequestShortSlice in runtime/threads.cc). Beside two busy processes, ms per step, medians of 2-3
+// runs (means in brackets), one thread / the bound team: MLP inference batch 1 0.027-0.030
+// [0.040-0.044] / 0.012-0.013 [0.027-0.029], LeNet inference batch 1 0.071-0.075 [0.100-0.112] /
+// 0.045-0.046 [0.102-0.107], MLP inference batch 64 0.42 [0.60] / 0.217-0.218 [0.49-0.51], LeNet
+// inference batch 64 2.82-2.87 [3.81-3.86] / 1.51-1.56 [3.15-3.24], MLP training batch 64 1.53-1.56
+// [2.05-2.11] / 0.870-0.874 [1.85-1.89], batch 512 9.03-9.38 [12.2-12.5] / 8.81-8.88 [10.2-10.5],
+// LeNet training batch 64 19.7-24.7 [26.8-31.3] / 21.9-22.3 [21.6-22.3], the ResNet bench 190-200 /
+// 177-185. The team's medians are the idle machine's where both threads got their CPUs within a
+// step; its means are a CPU's worth. Without any one of the three, or with the caller bound only
+// during runs, the team lost its gain: unbound, MLP inference batch 1 took 0.040-0.044 ms in 3 of 6
+// runs (the worker beside both busy processes); with yields, LeNet inference batch 1 0.080-0.083;
+// with the default slice, LeNet inference batch 64 2.83-2.92. The caller's own slice made no
+// difference (LeNet training 21.6-21.8 against 21.5-21.9). Without BindTeamsToCpus (the Python
+// package, whose caller's thread is its user's: a bound thread passes its CPU on to the threads it
+// creates) a busy machine gets one thread, as before.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "paddlec/core/error.h"
 
@@ -95,11 +115,26 @@ struct KernelThreadState {
   bool tasks_on_openmp = false;
 };
 
-/// Applies an executor's `threads` (one while the machine is busy) and the denormal mode (flush =
-/// FTZ and DAZ on) to the calling thread and to the OpenMP workers it will use, and where RunTasks
-/// runs its jobs (`tasks_on_openmp`: see RunTasks); returns what the calling thread had.
+/// Applies an executor's `threads` (one while the machine is busy, unless the team is bound) and
+/// the denormal mode (flush = FTZ and DAZ on) to the calling thread and to the OpenMP workers it will
+/// use, and where RunTasks runs its jobs (`tasks_on_openmp`: see RunTasks); returns what the calling
+/// thread had.
 KernelThreadState EnterKernelThreads(int threads, bool flush_denormals, bool tasks_on_openmp = false);
 void LeaveKernelThreads(const KernelThreadState& saved);
+
+/// The CPUs a team of `threads` is bound to, by thread number: every CPU of `allowed` (the process's,
+/// in order), the caller's `current_cpu` first; empty (unbound) unless the team covers them all.
+/// Bound one to a CPU, a team loses nothing where it would use every CPU anyway, and the scheduler
+/// cannot stack two of its threads on one CPU beside busy processes. Smaller teams are left to the
+/// scheduler, which may have idle CPUs for them, and so are teams under OMP_PROC_BIND (libgomp
+/// binds them as told; set to false, nothing is bound).
+std::vector<int> TeamCpus(int threads, std::vector<int> allowed, int current_cpu);
+/// For programs whose threads that run executors are their own (the CLI, the benchmark), not a
+/// caller's: from now on EnterKernelThreads binds every team that TeamCpus binds, the calling
+/// thread included, for as long as that thread runs teams of that size. Off by default, since a
+/// bound thread passes its binding on to the threads it creates (a Python program's data loaders,
+/// say). A bound team keeps all its threads while the machine is busy.
+void BindTeamsToCpus(bool on = true);
 
 /// Whether FTZ and DAZ are both on in the calling thread.
 bool DenormalsFlushed();
@@ -123,7 +158,7 @@ void OverrideMachineBusyForTesting(int busy);
 /// The threads a oneDNN primitive of `flops`, or a product or convolution of paddlec's own, should
 /// use: one below 2 MFLOP (oneDNN joins its threads at spinning barriers inside a primitive, and a
 /// descheduled thread there stalls a microsecond-sized op for whole scheduler ticks) or while the
-/// machine is busy; else the running executor's count.
+/// machine is busy and the team unbound; else the running executor's count.
 int OneDnnThreads(double flops);
 
 /// How many ScopedMaxThreads of more than one thread the calling thread has made: oneDNN primitives
