@@ -398,34 +398,14 @@ TEST_CASE("RunTasks' caller sleeps through a task longer than its spin and wakes
   watchdog.join();
 }
 
-/// The kernel's struct sched_attr, first version (as runtime/threads.cc declares it).
-struct SchedAttr {
-  uint32_t size, policy;
-  uint64_t flags;
-  int32_t nice;
-  uint32_t priority;
-  uint64_t runtime, deadline, period;
-};
-
-/// The calling thread's scheduler slice in ns (sched_getattr), or 0 where it cannot be read.
-uint64_t SliceNanos() {
-  SchedAttr attr{};
-  attr.size = sizeof(attr);
-  return ::syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) == 0 ? attr.runtime : 0;
-}
-
 TEST_CASE("Workers ask the scheduler for its shortest slice, where the kernel takes one; the caller keeps its own") {
   // Whether this kernel takes a slice (Linux 6.12 on): asked on a thread of the test's own.
   bool kernel_takes = false;
-  std::thread probe([&] {
-    SchedAttr attr{};
-    attr.size = sizeof(attr);
-    attr.runtime = 100'000;
-    kernel_takes = ::syscall(SYS_sched_setattr, 0, &attr, 0) == 0 && SliceNanos() == 100'000;
-  });
+  std::thread probe(
+      [&] { kernel_takes = runtime::RequestShortSlice() && runtime::SliceNanos() == runtime::kWorkerSliceNanos; });
   probe.join();
   if (!kernel_takes) return;
-  const uint64_t caller = SliceNanos();
+  const uint64_t caller = runtime::SliceNanos();
   OnBothPools([&] {
     std::array<uint64_t, 2> slices{};
     std::atomic<int> started{0};
@@ -433,10 +413,10 @@ TEST_CASE("Workers ask the scheduler for its shortest slice, where the kernel ta
       ++started;
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-      slices[static_cast<size_t>(slot)] = SliceNanos();
+      slices[static_cast<size_t>(slot)] = runtime::SliceNanos();
     });
     CHECK(slices[0] == caller);
-    CHECK(slices[1] == 100'000);
+    CHECK(slices[1] == runtime::kWorkerSliceNanos);
   });
 }
 
@@ -450,9 +430,14 @@ TEST_CASE("TeamCpus binds a team that covers the process's CPUs, the caller on t
   CHECK(runtime::TeamCpus(1, {0}, 0).empty());                       // one thread: nothing to spread
 }
 
-/// Runs the test case `name` of this binary in a child process with `env` added; returns its exit status.
-int RunCaseInChild(const char* name, std::vector<std::string> env) {
-  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+/// Runs the test case `name` of this binary in a child process with `env` added and the variables
+/// named in `unset` removed; returns its exit status.
+int RunCaseInChild(const char* name, std::vector<std::string> env, const std::vector<std::string>& unset = {}) {
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view var(*e);
+    if (std::none_of(unset.begin(), unset.end(), [&](const std::string& u) { return var.starts_with(u + "="); }))
+      env.emplace_back(*e);
+  }
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -519,21 +504,7 @@ TEST_CASE(kOwnTeamCase) {
     // Bound, this process's main thread would pass its one CPU on to threads that later cases
     // create: the child exits with 42 once every check has held. No OMP_PROC_BIND: that would be
     // libgomp's binding, not ours.
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e)
-      if (std::string_view(*e).substr(0, 14) != "OMP_PROC_BIND=") env.emplace_back(*e);
-    env.emplace_back("PADDLEC_TEST_OWN_TEAM_CHILD=1");
-    std::vector<char*> envp;
-    for (std::string& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::string filter = std::string("--test-case=") + kOwnTeamCase;
-    char exe[] = "/proc/self/exe";
-    char* argv[] = {exe, filter.data(), nullptr};
-    pid_t pid = 0;
-    REQUIRE(posix_spawn(&pid, exe, nullptr, nullptr, argv, envp.data()) == 0);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 42);
+    CHECK(RunCaseInChild(kOwnTeamCase, {"PADDLEC_TEST_OWN_TEAM_CHILD=1"}, {"OMP_PROC_BIND"}) == 42);
     return;
   }
   runtime::BindTeamsToCpus();

@@ -46,14 +46,6 @@ int64_t NowMicros() {
 /// PoolWorkersRunning finds them by it).
 constexpr char kWorkerName[] = "paddlec-worker";
 
-/// The scheduler slice a worker asks for, in ns: the least Linux takes (sched_setattr, 6.12 on).
-/// A woken thread whose slice is shorter than the running one's preempts it at once; with the
-/// default slice (1.4 ms on this VM) a worker woken for a job beside a busy process waited for the
-/// rest of that process's slice. The share of the CPU stays the same. Beside two busy processes,
-/// 2 bound threads, ms per step, 2 runs, default slice / short: LeNet inference batch 64 median
-/// 2.83-2.92 / 1.49-1.64, MLP batch 1 even (0.012-0.013).
-constexpr uint64_t kWorkerSliceNanos = 100'000;
-
 /// The kernel's struct sched_attr as of its first version (48 bytes); glibc 2.36 has no wrapper.
 struct SchedAttr {
   uint32_t size, policy;
@@ -62,18 +54,6 @@ struct SchedAttr {
   uint32_t priority;
   uint64_t runtime, deadline, period;
 };
-
-/// Asks for kWorkerSliceNanos, keeping the thread's policy (SCHED_OTHER) and nice value. Older
-/// kernels ignore the request, and a failure changes nothing.
-void RequestShortSlice() {
-  SchedAttr attr{};
-  attr.size = sizeof(attr);
-  if (::syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0 || attr.policy != SCHED_OTHER) return;
-  attr.size = sizeof(attr);
-  attr.flags = 0;
-  attr.runtime = kWorkerSliceNanos;
-  ::syscall(SYS_sched_setattr, 0, &attr, 0);
-}
 
 void NameThisWorker() {
   pthread_setname_np(pthread_self(), kWorkerName);
@@ -237,6 +217,22 @@ std::vector<int> TeamCpus(int threads, std::vector<int> allowed, int current_cpu
 }
 
 void BindTeamsToCpus(bool on) { g_bind_teams.store(on); }
+
+uint64_t SliceNanos() {
+  SchedAttr attr{};
+  attr.size = sizeof(attr);
+  return ::syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) == 0 ? attr.runtime : 0;
+}
+
+bool RequestShortSlice() {
+  SchedAttr attr{};
+  attr.size = sizeof(attr);
+  if (::syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0 || attr.policy != SCHED_OTHER) return false;
+  attr.size = sizeof(attr);
+  attr.flags = 0;
+  attr.runtime = kWorkerSliceNanos;
+  return ::syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+}
 
 KernelThreadState EnterKernelThreads(int threads, bool flush_denormals, bool tasks_on_openmp) {
   // Which settings this thread's OpenMP workers already have: libgomp keeps one pool of workers per
