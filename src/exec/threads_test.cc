@@ -6,7 +6,6 @@
 #include <omp.h>
 #include <sched.h>
 #include <spawn.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xmmintrin.h>
