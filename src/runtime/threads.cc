@@ -308,7 +308,7 @@ bool DenormalsFlushed() { return (_mm_getcsr() & kFtzDaz) == kFtzDaz; }
 int OneDnnThreads(double flops) {
   const int executor = t_executor_threads > 0 ? t_executor_threads : omp_get_max_threads();
   if (executor <= 1 || flops < kSerialFlops) return 1;
-  return MachineBusy(executor) && !t_team_bound ? 1 : executor;
+  return !t_team_bound && MachineBusy(executor) ? 1 : executor;
 }
 
 int64_t ParallelOneDnnRuns() { return t_parallel_onednn_runs; }
@@ -324,27 +324,24 @@ ScopedMaxThreads::~ScopedMaxThreads() {
 
 namespace {
 
-/// A wait's spin: `pause` between looks at what it waits for, and the microseconds since it began
-/// (read every 64th pause). It never yields: beside a busy process, sched_yield handed the CPU to
-/// that process for a whole scheduler slice (1.4 ms here) although the thread that would end the
-/// wait was already running elsewhere. A wait that outlasts the bounded spin (PADDLEC_SPIN_US)
+/// A wait's spin: whether `ready` held at a look within the bounded spin (PADDLEC_SPIN_US), with a
+/// `pause` between looks and the clock read every 64th. It never yields: beside a busy process,
+/// sched_yield handed the CPU to that process for a whole scheduler slice (1.4 ms here) although the
+/// thread that would end the wait was already running elsewhere. A wait that outlasts the spin
 /// sleeps on a futex instead, and a woken worker preempts a busy process at once
 /// (RequestShortSlice). Two pools spinning against each other (machine.md, pitfall C) hold each
 /// other up for that bound at most; on an idle machine, ms per step, 2 runs, yielding / not: LeNet
 /// inference batch 64 1.441-1.456 / 1.450-1.454, LeNet training 9.14-9.31 / 9.05-9.07, MLP
 /// training batch 512 4.649-4.654 / 4.625-4.638.
-class Backoff {
- public:
-  int64_t elapsed() const { return elapsed_; }
-  void Pause() {
+template <class Ready>
+bool SpinUntil(Ready&& ready) {
+  const int64_t spin = static_cast<int64_t>(SpinMicros()), start = NowMicros();
+  for (uint32_t looks = 1;; ++looks) {
+    if (ready()) return true;
     _mm_pause();
-    if ((++looks_ & 63) == 0) elapsed_ = NowMicros() - start_;
+    if ((looks & 63) == 0 && NowMicros() - start > spin) return ready();
   }
-
- private:
-  int64_t start_ = NowMicros(), elapsed_ = 0;
-  uint32_t looks_ = 0;
-};
+}
 
 /// Two-ended claims on a job of RunTasks: a claim word's low 32 bits count the tasks taken from the
 /// front (their high 16 bits) and from the back (the low 16), RunTasks keeping every job under
@@ -438,9 +435,7 @@ class TaskPool {
   /// wakes the caller only when it is asleep (`joining_`): either the caller's look at done_ sees
   /// the task, or the worker sees the flag (all four accesses seq_cst).
   void WaitForTasks(int64_t tasks) {
-    const auto spin = static_cast<int64_t>(SpinMicros());
-    for (Backoff b; b.elapsed() <= spin; b.Pause())
-      if (done_.load(std::memory_order_acquire) >= tasks) return;
+    if (SpinUntil([&] { return done_.load(std::memory_order_acquire) >= tasks; })) return;
     for (;;) {
       const uint32_t w = join_wake_.load(std::memory_order_seq_cst);
       joining_.store(true, std::memory_order_seq_cst);
@@ -521,12 +516,10 @@ class TaskPool {
     }
   }
 
-  /// Spins for the bounded spin (Backoff), then sleeps until a job newer than `seen` is published.
+  /// Spins for the bounded spin (SpinUntil), then sleeps until a job newer than `seen` is published.
   uint32_t WaitForJob(uint32_t seen) {
     auto current = [&] { return static_cast<uint32_t>(claim_.load(std::memory_order_seq_cst) >> kEpochShift); };
-    const auto spin = static_cast<int64_t>(SpinMicros());
-    for (Backoff b; b.elapsed() <= spin; b.Pause())
-      if (uint32_t e = current(); e != seen) return e;
+    if (uint32_t e = seen; SpinUntil([&] { return (e = current()) != seen; })) return e;
     for (;;) {
       const uint32_t w = wake_.load(std::memory_order_seq_cst);
       sleepers_.fetch_add(1, std::memory_order_seq_cst);

@@ -57,7 +57,7 @@
 // machine, and three things make them pay there: no wait yields (a yield gave the CPU to a busy
 // process for its whole 1.4 ms slice), workers sleep on futexes after the bounded spin, and workers
 // ask for the scheduler's shortest slice, so that a woken one preempts a busy process at once
-// (RequestShortSlice in runtime/threads.cc). Beside two busy processes, ms per step, medians of 2-3
+// (RequestShortSlice, kWorkerSliceNanos). Beside two busy processes, ms per step, medians of 2-3
 // runs (means in brackets), one thread / the bound team: MLP inference batch 1 0.027-0.030
 // [0.040-0.044] / 0.012-0.013 [0.027-0.029], LeNet inference batch 1 0.071-0.075 [0.100-0.112] /
 // 0.045-0.046 [0.102-0.107], MLP inference batch 64 0.42 [0.60] / 0.217-0.218 [0.49-0.51], LeNet
