@@ -124,67 +124,103 @@ inline void PlaneSums(int64_t inner, Term&& term, T (&out)[kN][kBlock]) {
     for (int l = 0; l < kBlock; ++l) out[j][l] = (acc[j][0][l] + acc[j][1][l]) + (acc[j][2][l] + acc[j][3][l]);
 }
 
+/// Images per task of the blocked reductions: enough planes of a channel group for
+/// kElementwiseGrain elements. It depends on the shape alone, so the order of additions does not
+/// depend on the thread count. Splitting the images as well as the groups matters because a layer
+/// has few groups (one for 16 channels under AVX-512): split over groups only, a ResNet stage of 16
+/// channels took its statistics on one thread, and beside busy processes a thread that a busy
+/// process held kept the other waiting for a whole scheduler slice.
+inline int64_t ImagesPerTask(const ChannelView& v, int block) {
+  return std::clamp<int64_t>(kElementwiseGrain / std::max<int64_t>(v.inner * block, 1), 1, std::max<int64_t>(v.outer, 1));
+}
+
 /// ChannelSums over a blocked view, kN sums at once: f(i, c) returns element i's kN terms. Per group
-/// of kBlock channels, each image's PlaneSums, added in image order.
+/// of kBlock channels, each image's PlaneSums added in image order within a run of ImagesPerTask
+/// images (one task), and the runs' totals added in run order.
 template <int kBlock, int kN, class T, class F>
 void BlockedChannelSums(const ChannelView& v, std::array<T*, kN> sums, F&& f) {
-  const int64_t groups = v.c / kBlock;
-  ParallelFor(groups, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel() * kBlock, 1)),
-              [&](int64_t g0, int64_t g1) {
-                for (int64_t g = g0; g < g1; ++g) {
-                  const int64_t c0 = g * kBlock;
-                  T total[kN][kBlock] = {};
-                  for (int64_t o = 0; o < v.outer; ++o) {
-                    const int64_t base = (o * groups + g) * v.inner * kBlock;
-                    T plane[kN][kBlock];
-                    PlaneSums<kBlock, kN>(
-                        v.inner, [&](int64_t p, int l) { return f(base + p * kBlock + l, c0 + l); }, plane);
-                    for (int j = 0; j < kN; ++j)
-                      for (int l = 0; l < kBlock; ++l) total[j][l] += plane[j][l];
-                  }
-                  for (int j = 0; j < kN; ++j) std::copy(total[j], total[j] + kBlock, sums[j] + c0);
-                }
-              });
+  const int64_t groups = v.c / kBlock, per = ImagesPerTask(v, kBlock), runs = (v.outer + per - 1) / per;
+  std::vector<T> partial(static_cast<size_t>(groups * runs * kN * kBlock));  // [group][run][j][lane]
+  ParallelFor(groups * runs, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t g = t / runs, r = t % runs, c0 = g * kBlock;
+      T total[kN][kBlock] = {};
+      for (int64_t o = r * per; o < std::min(v.outer, (r + 1) * per); ++o) {
+        const int64_t base = (o * groups + g) * v.inner * kBlock;
+        T plane[kN][kBlock];
+        PlaneSums<kBlock, kN>(v.inner, [&](int64_t p, int l) { return f(base + p * kBlock + l, c0 + l); }, plane);
+        for (int j = 0; j < kN; ++j)
+          for (int l = 0; l < kBlock; ++l) total[j][l] += plane[j][l];
+      }
+      std::copy(&total[0][0], &total[0][0] + kN * kBlock, partial.data() + t * kN * kBlock);
+    }
+  });
+  for (int64_t g = 0; g < groups; ++g)
+    for (int j = 0; j < kN; ++j)
+      for (int l = 0; l < kBlock; ++l) {
+        T s = 0;
+        for (int64_t r = 0; r < runs; ++r) s += partial[static_cast<size_t>(((g * runs + r) * kN + j) * kBlock + l)];
+        sums[j][g * kBlock + l] = s;
+      }
+}
+
+/// Merges a set of n values with mean `mu_b` and squared deviations `m2_b` into a running set of
+/// `seen` values (mean `mu`, squared deviations `m2`): Chan et al.'s pairwise update.
+template <class T>
+inline void MergeMoments(T& mu, T& m2, T seen, T mu_b, T m2_b, T n) {
+  const T total = seen + n, delta = mu_b - mu;
+  mu += delta * (n / total);
+  m2 += m2_b + delta * delta * (seen * n / total);
 }
 
 /// Each channel's mean and sum of squared deviations from it over a blocked view, in one pass over
 /// X: an image's plane of a channel group (in L1 or L2) is summed and then its squared deviations
-/// from its own mean, and the planes are merged in image order by Chan et al.'s pairwise update, as
-/// stable as deviations from the global mean. The two-pass form read X from memory twice: LeNet's
-/// first activation (6.4 MB at batch 64) does not fit L2.
+/// from its own mean taken, the planes are merged in image order within a run of ImagesPerTask
+/// images (one task), and the runs in run order, by Chan et al.'s pairwise update, as stable as
+/// deviations from the global mean. The two-pass form read X from memory twice: LeNet's first
+/// activation (6.4 MB at batch 64) does not fit L2.
 template <int kBlock, class T>
 void BlockedMeanAndSquares(const ChannelView& v, const T* x, T* mean, T* squares) {
-  const int64_t groups = v.c / kBlock, inner = v.inner;
-  ParallelFor(groups, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(v.per_channel() * kBlock, 1)),
-              [&](int64_t g0, int64_t g1) {
-                for (int64_t g = g0; g < g1; ++g) {
-                  T mu[kBlock] = {}, m2[kBlock] = {};
-                  T seen = 0;
-                  for (int64_t o = 0; o < v.outer; ++o) {
-                    const T* xo = x + (o * groups + g) * inner * kBlock;
-                    T sum[1][kBlock], dev[1][kBlock], plane_mean[kBlock];
-                    PlaneSums<kBlock, 1>(
-                        inner, [&](int64_t p, int l) { return std::array<T, 1>{xo[p * kBlock + l]}; }, sum);
-                    for (int l = 0; l < kBlock; ++l) plane_mean[l] = sum[0][l] / static_cast<T>(inner);
-                    PlaneSums<kBlock, 1>(
-                        inner,
-                        [&](int64_t p, int l) {
-                          const T d = xo[p * kBlock + l] - plane_mean[l];
-                          return std::array<T, 1>{d * d};
-                        },
-                        dev);
-                    const T n = static_cast<T>(inner), total = seen + n;
-                    for (int l = 0; l < kBlock; ++l) {
-                      const T delta = plane_mean[l] - mu[l];
-                      mu[l] += delta * (n / total);
-                      m2[l] += dev[0][l] + delta * delta * (seen * n / total);
-                    }
-                    seen = total;
-                  }
-                  std::copy(mu, mu + kBlock, mean + g * kBlock);
-                  std::copy(m2, m2 + kBlock, squares + g * kBlock);
-                }
-              });
+  const int64_t groups = v.c / kBlock, inner = v.inner, per = ImagesPerTask(v, kBlock),
+                runs = (v.outer + per - 1) / per;
+  std::vector<T> partial(static_cast<size_t>(groups * runs * 2 * kBlock));  // [group][run][mean, m2][lane]
+  ParallelFor(groups * runs, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t g = t / runs, r = t % runs;
+      T mu[kBlock] = {}, m2[kBlock] = {};
+      T seen = 0;
+      for (int64_t o = r * per; o < std::min(v.outer, (r + 1) * per); ++o) {
+        const T* xo = x + (o * groups + g) * inner * kBlock;
+        T sum[1][kBlock], dev[1][kBlock], plane_mean[kBlock];
+        PlaneSums<kBlock, 1>(inner, [&](int64_t p, int l) { return std::array<T, 1>{xo[p * kBlock + l]}; }, sum);
+        for (int l = 0; l < kBlock; ++l) plane_mean[l] = sum[0][l] / static_cast<T>(inner);
+        PlaneSums<kBlock, 1>(
+            inner,
+            [&](int64_t p, int l) {
+              const T d = xo[p * kBlock + l] - plane_mean[l];
+              return std::array<T, 1>{d * d};
+            },
+            dev);
+        for (int l = 0; l < kBlock; ++l) MergeMoments(mu[l], m2[l], seen, plane_mean[l], dev[0][l], T(inner));
+        seen += static_cast<T>(inner);
+      }
+      T* out = partial.data() + t * 2 * kBlock;
+      std::copy(mu, mu + kBlock, out);
+      std::copy(m2, m2 + kBlock, out + kBlock);
+    }
+  });
+  for (int64_t g = 0; g < groups; ++g)
+    for (int l = 0; l < kBlock; ++l) {
+      T mu = 0, m2 = 0, seen = 0;
+      for (int64_t r = 0; r < runs; ++r) {
+        const T* run = partial.data() + (g * runs + r) * 2 * kBlock;
+        const T n = static_cast<T>((std::min(v.outer, (r + 1) * per) - r * per) * inner);
+        MergeMoments(mu, m2, seen, run[l], run[kBlock + l], n);
+        seen += n;
+      }
+      mean[g * kBlock + l] = mu;
+      squares[g * kBlock + l] = m2;
+    }
 }
 
 /// MapChannels over a blocked view, parallel over (image, channel group) planes.

@@ -279,6 +279,49 @@ TEST_CASE("batch_norm's blocked statistics keep the variance when the mean dwarf
   ExpectClose(Reblock(t.Out("Y"), block, false), r.y, {2e-3, 1e-3}, "Y");
 }
 
+// Planes of 32 x 32 x block floats: the blocked reductions take runs of 2 images (block 16) or 4
+// (block 8) as tasks, so 7 images leave a shorter last run, merged after the others
+// (nn/norm.cc, ImagesPerTask). The runs depend on the shape alone: one and two threads agree bit
+// for bit.
+TEST_CASE("batch_norm's blocked reductions over runs of images agree on one and two threads") {
+  const int64_t block = ops::nn::ActivationBlockChannels();
+  const Dims dims{7, 32, 32, 32};
+  const BnInputs in = MakeBnInputs(dims, 32, 960);
+  const Tensor x = Reblock(in.x, block, true), dy = RandomTensor(DType::kFloat32, dims, 965, -1, 1);
+  const std::vector<ops::pb::OpDesc::Attr> attrs = {ops::MakeAttr("blocked", true)};
+  const std::vector<std::string> fwd_out = {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"};
+  auto forward = [&](int threads) {
+    return RunOpNamedBySlot(
+        "batch_norm", {{"X", x}, {"Scale", in.scale}, {"Bias", in.bias}, {"Mean", in.mean}, {"Variance", in.var}},
+        attrs, fwd_out, {.threads = threads});
+  };
+  auto one = forward(1), two = forward(2);
+  for (const std::string& slot : fwd_out) ExpectClose(two.at(slot), one.at(slot), {0, 0}, slot);
+  const BnRef r = RefBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, false, false, 0.9, 1e-5);
+  ExpectClose(one.at("SavedMean"), r.saved_mean, {1e-5, 1e-5}, "SavedMean");
+  ExpectClose(one.at("SavedVariance"), r.saved_inv_std, {1e-5, 1e-5}, "SavedVariance");
+  ExpectClose(one.at("VarianceOut"), r.var_out, {1e-5, 1e-5}, "VarianceOut");
+  ExpectClose(Reblock(one.at("Y"), block, false), r.y, {2e-5, 2e-5}, "Y");
+
+  const std::vector<std::string> grad_out = {"X@GRAD", "Scale@GRAD", "Bias@GRAD"};
+  auto backward = [&](const Tensor& xin, const Tensor& dyin, bool blocked, int threads) {
+    return RunOpNamedBySlot("batch_norm_grad",
+                            {{"X", xin},
+                             {"Scale", in.scale},
+                             {"Bias", in.bias},
+                             {"SavedMean", one.at("SavedMean")},
+                             {"SavedVariance", one.at("SavedVariance")},
+                             {"Y@GRAD", dyin}},
+                            blocked ? attrs : std::vector<ops::pb::OpDesc::Attr>{}, grad_out, {.threads = threads});
+  };
+  auto g1 = backward(x, Reblock(dy, block, true), true, 1), g2 = backward(x, Reblock(dy, block, true), true, 2);
+  for (const std::string& slot : grad_out) ExpectClose(g2.at(slot), g1.at(slot), {0, 0}, slot);
+  auto plain = backward(in.x, dy, false, 1);
+  ExpectClose(Reblock(g1.at("X@GRAD"), block, false), plain.at("X@GRAD"), {1e-5, 1e-5}, "X@GRAD");
+  // Sums of 7 x 32 x 32 terms in float32, in different orders.
+  for (const char* slot : {"Scale@GRAD", "Bias@GRAD"}) ExpectClose(g1.at(slot), plain.at(slot), {1e-3, 1e-4}, slot);
+}
+
 TEST_CASE("batch_norm's blocked layout needs float32 NCHW with whole channel blocks") {
   OpTest partial("batch_norm");
   SetUpBn(partial, MakeBnInputs({2, 12, 3, 3}, 12, 910));
