@@ -124,24 +124,33 @@ inline void PlaneSums(int64_t inner, Term&& term, T (&out)[kN][kBlock]) {
     for (int l = 0; l < kBlock; ++l) out[j][l] = (acc[j][0][l] + acc[j][1][l]) + (acc[j][2][l] + acc[j][3][l]);
 }
 
-/// Images per task of the blocked reductions: enough planes of a channel group for
-/// kElementwiseGrain elements. It depends on the shape alone, so the order of additions does not
-/// depend on the thread count. Splitting the images as well as the groups matters because a layer
-/// has few groups (one for 16 channels under AVX-512): split over groups only, a ResNet stage of 16
-/// channels took its statistics on one thread, and beside busy processes a thread that a busy
-/// process held kept the other waiting for a whole scheduler slice.
-inline int64_t ImagesPerTask(const ChannelView& v, int block) {
-  return std::clamp<int64_t>(kElementwiseGrain / std::max<int64_t>(v.inner * block, 1), 1, std::max<int64_t>(v.outer, 1));
+/// How the blocked reductions split a view into tasks: runs of `per` images of one channel group,
+/// enough planes for kElementwiseGrain elements, `runs` of them per group; `grain` tasks at least
+/// per thread, so that a view of fewer than 2 x kElementwiseGrain elements stays on the calling
+/// thread. The split depends on the shape alone, so the order of additions does not depend on the
+/// thread count. Splitting the images as well as the groups matters because a layer has few groups
+/// (one for 16 channels under AVX-512): split over groups only, a ResNet stage of 16 channels took
+/// its statistics on one thread, and beside busy processes a thread that a busy process held kept
+/// the other waiting for a whole scheduler slice.
+struct ImageRuns {
+  int64_t per, runs, grain;
+};
+
+inline ImageRuns SplitImages(const ChannelView& v, int block) {
+  const int64_t plane = std::max<int64_t>(v.inner * block, 1);
+  const int64_t per = std::clamp<int64_t>(kElementwiseGrain / plane, 1, std::max<int64_t>(v.outer, 1));
+  return {per, (v.outer + per - 1) / per, std::max<int64_t>(1, kElementwiseGrain / (per * plane))};
 }
 
 /// ChannelSums over a blocked view, kN sums at once: f(i, c) returns element i's kN terms. Per group
-/// of kBlock channels, each image's PlaneSums added in image order within a run of ImagesPerTask
-/// images (one task), and the runs' totals added in run order.
+/// of kBlock channels, each image's PlaneSums added in image order within a run of images (one task,
+/// SplitImages), and the runs' totals added in run order.
 template <int kBlock, int kN, class T, class F>
 void BlockedChannelSums(const ChannelView& v, std::array<T*, kN> sums, F&& f) {
-  const int64_t groups = v.c / kBlock, per = ImagesPerTask(v, kBlock), runs = (v.outer + per - 1) / per;
+  const int64_t groups = v.c / kBlock;
+  const auto [per, runs, grain] = SplitImages(v, kBlock);
   std::vector<T> partial(static_cast<size_t>(groups * runs * kN * kBlock));  // [group][run][j][lane]
-  ParallelFor(groups * runs, 1, [&](int64_t t0, int64_t t1) {
+  ParallelFor(groups * runs, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t g = t / runs, r = t % runs, c0 = g * kBlock;
       T total[kN][kBlock] = {};
@@ -175,16 +184,16 @@ inline void MergeMoments(T& mu, T& m2, T seen, T mu_b, T m2_b, T n) {
 
 /// Each channel's mean and sum of squared deviations from it over a blocked view, in one pass over
 /// X: an image's plane of a channel group (in L1 or L2) is summed and then its squared deviations
-/// from its own mean taken, the planes are merged in image order within a run of ImagesPerTask
-/// images (one task), and the runs in run order, by Chan et al.'s pairwise update, as stable as
+/// from its own mean taken, the planes are merged in image order within a run of images (one
+/// task, SplitImages), and the runs in run order, by Chan et al.'s pairwise update, as stable as
 /// deviations from the global mean. The two-pass form read X from memory twice: LeNet's first
 /// activation (6.4 MB at batch 64) does not fit L2.
 template <int kBlock, class T>
 void BlockedMeanAndSquares(const ChannelView& v, const T* x, T* mean, T* squares) {
-  const int64_t groups = v.c / kBlock, inner = v.inner, per = ImagesPerTask(v, kBlock),
-                runs = (v.outer + per - 1) / per;
+  const int64_t groups = v.c / kBlock, inner = v.inner;
+  const auto [per, runs, grain] = SplitImages(v, kBlock);
   std::vector<T> partial(static_cast<size_t>(groups * runs * 2 * kBlock));  // [group][run][mean, m2][lane]
-  ParallelFor(groups * runs, 1, [&](int64_t t0, int64_t t1) {
+  ParallelFor(groups * runs, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t g = t / runs, r = t % runs;
       T mu[kBlock] = {}, m2[kBlock] = {};

@@ -281,7 +281,7 @@ TEST_CASE("batch_norm's blocked statistics keep the variance when the mean dwarf
 
 // Planes of 32 x 32 x block floats: the blocked reductions take runs of 2 images (block 16) or 4
 // (block 8) as tasks, so 7 images leave a shorter last run, merged after the others
-// (nn/norm.cc, ImagesPerTask). The runs depend on the shape alone: one and two threads agree bit
+// (nn/norm.cc, SplitImages). The runs depend on the shape alone: one and two threads agree bit
 // for bit.
 TEST_CASE("batch_norm's blocked reductions over runs of images agree on one and two threads") {
   const int64_t block = ops::nn::ActivationBlockChannels();
