@@ -148,9 +148,11 @@ inline ImageRuns SplitImages(const ChannelView& v, int block) {
 template <int kBlock, int kN, class T, class F>
 void BlockedChannelSums(const ChannelView& v, std::array<T*, kN> sums, F&& f) {
   const int64_t groups = v.c / kBlock;
-  const auto [per, runs, grain] = SplitImages(v, kBlock);
+  // Plain variables, not a structured binding: clang before 16 cannot capture those in a lambda.
+  const ImageRuns split = SplitImages(v, kBlock);
+  const int64_t per = split.per, runs = split.runs;
   std::vector<T> partial(static_cast<size_t>(groups * runs * kN * kBlock));  // [group][run][j][lane]
-  ParallelFor(groups * runs, grain, [&](int64_t t0, int64_t t1) {
+  ParallelFor(groups * runs, split.grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t g = t / runs, r = t % runs, c0 = g * kBlock;
       T total[kN][kBlock] = {};
@@ -191,9 +193,10 @@ inline void MergeMoments(T& mu, T& m2, T seen, T mu_b, T m2_b, T n) {
 template <int kBlock, class T>
 void BlockedMeanAndSquares(const ChannelView& v, const T* x, T* mean, T* squares) {
   const int64_t groups = v.c / kBlock, inner = v.inner;
-  const auto [per, runs, grain] = SplitImages(v, kBlock);
+  const ImageRuns split = SplitImages(v, kBlock);
+  const int64_t per = split.per, runs = split.runs;
   std::vector<T> partial(static_cast<size_t>(groups * runs * 2 * kBlock));  // [group][run][mean, m2][lane]
-  ParallelFor(groups * runs, grain, [&](int64_t t0, int64_t t1) {
+  ParallelFor(groups * runs, split.grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t g = t / runs, r = t % runs;
       T mu[kBlock] = {}, m2[kBlock] = {};
