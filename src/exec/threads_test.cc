@@ -232,6 +232,14 @@ TEST_CASE("Small work runs on the calling thread; large work is split by its cos
   for (auto& r : runs) REQUIRE(r == 1);
 }
 
+/// Counts the calling task in and waits (10 s at most) until `n` tasks have started, so that a job
+/// of `n` tasks on `n` threads gives every thread one.
+void StartTogether(std::atomic<int>& started, int n) {
+  ++started;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (started < n && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+}
+
 /// Runs `body` twice: on RunTasks' own workers, and inside a run entered with `tasks_on_openmp` (on
 /// the calling thread's OpenMP team, as a plan that used oneDNN's threads runs next).
 template <class F>
@@ -258,9 +266,7 @@ std::array<int, 2> FlushPerSlot() {
   std::array<int, 2> flushed{-1, -1};
   std::atomic<int> started{0};
   runtime::RunTasks(2, 2, [&](int64_t, int slot) {
-    ++started;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    StartTogether(started, 2);
     flushed[slot] = runtime::DenormalsFlushed();
   });
   return flushed;
@@ -381,15 +387,14 @@ TEST_CASE("RunTasks' caller sleeps through a task longer than its spin and wakes
   for (int rep = 0; rep < 3; ++rep) {
     std::atomic<int> started{0}, runs{0};
     runtime::RunTasks(2, 2, [&](int64_t, int slot) {
-      ++started;
       ++runs;
       if (slot != 0) {
+        ++started;
         // 20 ms: the caller, done with its task, spins for ~50 us (PADDLEC_SPIN_US) and sleeps.
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         return;
       }
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      StartTogether(started, 2);  // so that the worker takes the other task
     });
     CHECK(runs == 2);
   }
@@ -409,9 +414,7 @@ TEST_CASE("Workers ask the scheduler for its shortest slice, where the kernel ta
     std::array<uint64_t, 2> slices{};
     std::atomic<int> started{0};
     runtime::RunTasks(2, 2, [&](int64_t, int slot) {
-      ++started;
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      StartTogether(started, 2);
       slices[static_cast<size_t>(slot)] = runtime::SliceNanos();
     });
     CHECK(slices[0] == caller);
@@ -474,9 +477,7 @@ TEST_CASE(kBoundCase) {
   if (omp_get_thread_num() == 1) sched_getaffinity(0, sizeof(omp_worker), &omp_worker);
   std::atomic<int> started{0};
   runtime::RunTasks(2, 2, [&](int64_t, int slot) {
-    ++started;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    StartTogether(started, 2);
     if (slot == 1) sched_getaffinity(0, sizeof(pool_worker), &pool_worker);
   });
   runtime::LeaveKernelThreads(saved);
@@ -489,6 +490,16 @@ TEST_CASE(kBoundCase) {
   REQUIRE(sched_getaffinity(0, sizeof(after), &after) == 0);
   REQUIRE(CPU_COUNT(&after) == omp_get_num_places());
   std::_Exit(42);
+}
+
+/// The one CPU the calling thread may run on; -1 when it may run on several.
+int OnlyCpu() {
+  cpu_set_t mine;
+  sched_getaffinity(0, sizeof(mine), &mine);
+  if (CPU_COUNT(&mine) != 1) return -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mine)) return c;
+  return -1;
 }
 
 constexpr char kOwnTeamCase[] =
@@ -513,23 +524,11 @@ TEST_CASE(kOwnTeamCase) {
   REQUIRE(runtime::OneDnnThreads(1e9) == cpus);
   std::vector<int> omp_cpu(static_cast<size_t>(cpus), -1), pool_cpu(static_cast<size_t>(cpus), -1);
 #pragma omp parallel num_threads(cpus)
-  {
-    cpu_set_t mine;
-    sched_getaffinity(0, sizeof(mine), &mine);
-    if (CPU_COUNT(&mine) == 1)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &mine)) omp_cpu[static_cast<size_t>(omp_get_thread_num())] = c;
-  }
+  omp_cpu[static_cast<size_t>(omp_get_thread_num())] = OnlyCpu();
   std::atomic<int> started{0};
   runtime::RunTasks(cpus, cpus, [&](int64_t, int slot) {
-    ++started;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (started < cpus && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    cpu_set_t mine;
-    sched_getaffinity(0, sizeof(mine), &mine);
-    if (CPU_COUNT(&mine) == 1)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &mine)) pool_cpu[static_cast<size_t>(slot)] = c;
+    StartTogether(started, cpus);
+    pool_cpu[static_cast<size_t>(slot)] = OnlyCpu();
   });
   runtime::LeaveKernelThreads(saved);
   REQUIRE(started == cpus);
