@@ -133,13 +133,23 @@ inline void PlaneSums(int64_t inner, Term&& term, T (&out)[kN][kBlock]) {
 /// its statistics on one thread, and beside busy processes a thread that a busy process held kept
 /// the other waiting for a whole scheduler slice.
 struct ImageRuns {
-  int64_t per, runs, grain;
+  int64_t outer, per, runs, grain;
+  int64_t begin(int64_t r) const { return r * per; }
+  int64_t end(int64_t r) const { return std::min(outer, (r + 1) * per); }
+  /// Calls fn(task, group, run) for each of `groups` x `runs` tasks on the CPU pool; task indexes
+  /// the tasks group by group.
+  template <class F>
+  void ForEach(int64_t groups, F&& fn) const {
+    ParallelFor(groups * runs, grain, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) fn(t, t / runs, t % runs);
+    });
+  }
 };
 
 inline ImageRuns SplitImages(const ChannelView& v, int block) {
   const int64_t plane = std::max<int64_t>(v.inner * block, 1);
   const int64_t per = std::clamp<int64_t>(kElementwiseGrain / plane, 1, std::max<int64_t>(v.outer, 1));
-  return {per, (v.outer + per - 1) / per, std::max<int64_t>(1, kElementwiseGrain / (per * plane))};
+  return {v.outer, per, (v.outer + per - 1) / per, std::max<int64_t>(1, kElementwiseGrain / (per * plane))};
 }
 
 /// ChannelSums over a blocked view, kN sums at once: f(i, c) returns element i's kN terms. Per group
@@ -148,29 +158,26 @@ inline ImageRuns SplitImages(const ChannelView& v, int block) {
 template <int kBlock, int kN, class T, class F>
 void BlockedChannelSums(const ChannelView& v, std::array<T*, kN> sums, F&& f) {
   const int64_t groups = v.c / kBlock;
-  // Plain variables, not a structured binding: clang before 16 cannot capture those in a lambda.
   const ImageRuns split = SplitImages(v, kBlock);
-  const int64_t per = split.per, runs = split.runs;
-  std::vector<T> partial(static_cast<size_t>(groups * runs * kN * kBlock));  // [group][run][j][lane]
-  ParallelFor(groups * runs, split.grain, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t g = t / runs, r = t % runs, c0 = g * kBlock;
-      T total[kN][kBlock] = {};
-      for (int64_t o = r * per; o < std::min(v.outer, (r + 1) * per); ++o) {
-        const int64_t base = (o * groups + g) * v.inner * kBlock;
-        T plane[kN][kBlock];
-        PlaneSums<kBlock, kN>(v.inner, [&](int64_t p, int l) { return f(base + p * kBlock + l, c0 + l); }, plane);
-        for (int j = 0; j < kN; ++j)
-          for (int l = 0; l < kBlock; ++l) total[j][l] += plane[j][l];
-      }
-      std::copy(&total[0][0], &total[0][0] + kN * kBlock, partial.data() + t * kN * kBlock);
+  std::vector<T> partial(static_cast<size_t>(groups * split.runs * kN * kBlock));  // [group][run][j][lane]
+  split.ForEach(groups, [&](int64_t t, int64_t g, int64_t r) {
+    const int64_t c0 = g * kBlock;
+    T total[kN][kBlock] = {};
+    for (int64_t o = split.begin(r); o < split.end(r); ++o) {
+      const int64_t base = (o * groups + g) * v.inner * kBlock;
+      T plane[kN][kBlock];
+      PlaneSums<kBlock, kN>(v.inner, [&](int64_t p, int l) { return f(base + p * kBlock + l, c0 + l); }, plane);
+      for (int j = 0; j < kN; ++j)
+        for (int l = 0; l < kBlock; ++l) total[j][l] += plane[j][l];
     }
+    std::copy(&total[0][0], &total[0][0] + kN * kBlock, partial.data() + t * kN * kBlock);
   });
   for (int64_t g = 0; g < groups; ++g)
     for (int j = 0; j < kN; ++j)
       for (int l = 0; l < kBlock; ++l) {
         T s = 0;
-        for (int64_t r = 0; r < runs; ++r) s += partial[static_cast<size_t>(((g * runs + r) * kN + j) * kBlock + l)];
+        for (int64_t r = 0; r < split.runs; ++r)
+          s += partial[static_cast<size_t>(((g * split.runs + r) * kN + j) * kBlock + l)];
         sums[j][g * kBlock + l] = s;
       }
 }
@@ -194,39 +201,35 @@ template <int kBlock, class T>
 void BlockedMeanAndSquares(const ChannelView& v, const T* x, T* mean, T* squares) {
   const int64_t groups = v.c / kBlock, inner = v.inner;
   const ImageRuns split = SplitImages(v, kBlock);
-  const int64_t per = split.per, runs = split.runs;
-  std::vector<T> partial(static_cast<size_t>(groups * runs * 2 * kBlock));  // [group][run][mean, m2][lane]
-  ParallelFor(groups * runs, split.grain, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t g = t / runs, r = t % runs;
-      T mu[kBlock] = {}, m2[kBlock] = {};
-      T seen = 0;
-      for (int64_t o = r * per; o < std::min(v.outer, (r + 1) * per); ++o) {
-        const T* xo = x + (o * groups + g) * inner * kBlock;
-        T sum[1][kBlock], dev[1][kBlock], plane_mean[kBlock];
-        PlaneSums<kBlock, 1>(inner, [&](int64_t p, int l) { return std::array<T, 1>{xo[p * kBlock + l]}; }, sum);
-        for (int l = 0; l < kBlock; ++l) plane_mean[l] = sum[0][l] / static_cast<T>(inner);
-        PlaneSums<kBlock, 1>(
-            inner,
-            [&](int64_t p, int l) {
-              const T d = xo[p * kBlock + l] - plane_mean[l];
-              return std::array<T, 1>{d * d};
-            },
-            dev);
-        for (int l = 0; l < kBlock; ++l) MergeMoments(mu[l], m2[l], seen, plane_mean[l], dev[0][l], T(inner));
-        seen += static_cast<T>(inner);
-      }
-      T* out = partial.data() + t * 2 * kBlock;
-      std::copy(mu, mu + kBlock, out);
-      std::copy(m2, m2 + kBlock, out + kBlock);
+  std::vector<T> partial(static_cast<size_t>(groups * split.runs * 2 * kBlock));  // [group][run][mean, m2][lane]
+  split.ForEach(groups, [&](int64_t t, int64_t g, int64_t r) {
+    T mu[kBlock] = {}, m2[kBlock] = {};
+    T seen = 0;
+    for (int64_t o = split.begin(r); o < split.end(r); ++o) {
+      const T* xo = x + (o * groups + g) * inner * kBlock;
+      T sum[1][kBlock], dev[1][kBlock], plane_mean[kBlock];
+      PlaneSums<kBlock, 1>(inner, [&](int64_t p, int l) { return std::array<T, 1>{xo[p * kBlock + l]}; }, sum);
+      for (int l = 0; l < kBlock; ++l) plane_mean[l] = sum[0][l] / static_cast<T>(inner);
+      PlaneSums<kBlock, 1>(
+          inner,
+          [&](int64_t p, int l) {
+            const T d = xo[p * kBlock + l] - plane_mean[l];
+            return std::array<T, 1>{d * d};
+          },
+          dev);
+      for (int l = 0; l < kBlock; ++l) MergeMoments(mu[l], m2[l], seen, plane_mean[l], dev[0][l], T(inner));
+      seen += static_cast<T>(inner);
     }
+    T* out = partial.data() + t * 2 * kBlock;
+    std::copy(mu, mu + kBlock, out);
+    std::copy(m2, m2 + kBlock, out + kBlock);
   });
   for (int64_t g = 0; g < groups; ++g)
     for (int l = 0; l < kBlock; ++l) {
       T mu = 0, m2 = 0, seen = 0;
-      for (int64_t r = 0; r < runs; ++r) {
-        const T* run = partial.data() + (g * runs + r) * 2 * kBlock;
-        const T n = static_cast<T>((std::min(v.outer, (r + 1) * per) - r * per) * inner);
+      for (int64_t r = 0; r < split.runs; ++r) {
+        const T* run = partial.data() + (g * split.runs + r) * 2 * kBlock;
+        const T n = static_cast<T>((split.end(r) - split.begin(r)) * inner);
         MergeMoments(mu, m2, seen, run[l], run[kBlock + l], n);
         seen += n;
       }
