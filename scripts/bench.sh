@@ -13,8 +13,9 @@
 # --busy N repeats the timed cases beside N busy background processes and prints each tool's
 # slowdown, with how long the busy processes shared a CPU during paddlec's runs; every figure is the
 # median of R rounds (default 3) in which each tool runs once, so that the machine's noise bursts
-# hit all tools. The MLP rows also give each tool's share of the CPU's fp32 FMA peak
-# (`paddlec_bench peak`), the ceiling no GEMM-bound step passes.
+# hit all tools, and each ratio is followed by the range of the rounds' own ratios. The MLP rows
+# also give each tool's share of the CPU's fp32 FMA peak (`paddlec_bench peak`), the ceiling no
+# GEMM-bound step passes.
 # The peers live in a benchmark-only virtualenv created here with pip ($PADDLEC_BENCH_VENV, default
 # ~/.cache/paddlec/bench-venv); nothing in the tests uses it.
 # --data-parallel trains configs/mlp.pbtxt on Fashion-MNIST (default 5 epochs) in 1 process and as

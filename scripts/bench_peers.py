@@ -3,7 +3,8 @@
 
 Runs every case in a fresh process, one at a time, and prints tables of medians and ratios. A shared
 machine's noise comes in bursts of seconds, so the cases run in --rounds rounds (default 3), every
-tool once per round, and each figure is the median over the rounds of that tool's median step:
+tool once per round, and each figure is the median over the rounds of that tool's median step (each
+ratio is followed by the lowest and highest of the rounds' own ratios, whose tools ran seconds apart):
   inference   paddlec (-O2) vs ONNX Runtime        MLP and LeNet at batch 1 and 64 (forward + loss)
   training    paddlec vs PyTorch eager vs Paddle static   MLP b64/b512, LeNet b64, ResNet-20 b64 (Adam step)
   memory      LeNet training at batch 256: peak RSS above the idle process, paddlec vs PyTorch
@@ -286,12 +287,22 @@ class Runner:
         return rows
 
     def cases(self):
-        """Every timed case, each tool's figure the median over self.a.rounds rounds."""
+        """Every timed case: (table, name, {tool: median ms over self.a.rounds rounds}, {peer: (lowest,
+        highest) of the rounds' own peer / paddlec ratios}). The tools of a round ran within seconds
+        of each other, so its ratio is paired; the spread of those ratios says how far one run's
+        table can be trusted on a noisy machine."""
         rounds = [self.one_round() for _ in range(self.a.rounds)]
         rows = []
         for i, (table, name, first) in enumerate(rounds[0]):
             times = {tool: [r[i][2][tool] for r in rounds if r[i][2][tool] is not None] for tool in first}
-            rows.append((table, name, {tool: statistics.median(v) if v else None for tool, v in times.items()}))
+            spread = {}
+            for tool in first:
+                paired = [r[i][2][tool] / r[i][2]["paddlec"] for r in rounds
+                          if tool != "paddlec" and r[i][2][tool] and r[i][2]["paddlec"]]
+                if paired:
+                    spread[tool] = (min(paired), max(paired))
+            rows.append((table, name, {tool: statistics.median(v) if v else None for tool, v in times.items()},
+                         spread))
         return rows
 
 
@@ -301,6 +312,12 @@ def fmt(v, spec="8.3f"):
 
 def ratio(peer, ours):
     return f"{peer / ours:5.2f}x" if peer and ours else "  n/a"
+
+
+def ratio_spread(spread, tool):
+    """The lowest and highest of one peer's per-round ratios, as ' [lo-hi]'; empty without rounds."""
+    lo_hi = spread.get(tool)
+    return f" [{lo_hi[0]:.2f}-{lo_hi[1]:.2f}]" if lo_hi else ""
 
 
 def of_peak(table, name, t, peak):
@@ -315,15 +332,17 @@ def of_peak(table, name, t, peak):
 
 
 def print_times(rows, title, peak=None):
-    print(f"== {title} (median ms; ratio = peer / paddlec, above 1: paddlec faster)")
-    for table, name, t in rows:
+    print(f"== {title} (median ms; ratio = peer / paddlec, above 1: paddlec faster; [lowest-highest] of "
+          f"the rounds' own ratios)")
+    for table, name, t, spread in rows:
         if table == "inference":
             line = (f"inference {name:<10} paddlec {fmt(t['paddlec'])}  onnxruntime {fmt(t['ort'])}  "
-                    f"vs ORT {ratio(t['ort'], t['paddlec'])}")
+                    f"vs ORT {ratio(t['ort'], t['paddlec'])}{ratio_spread(spread, 'ort')}")
         else:
             line = (f"training  {name:<10} paddlec {fmt(t['paddlec'])}  torch {fmt(t['torch'])}  "
-                    f"paddle {fmt(t['paddle'])}  vs torch {ratio(t['torch'], t['paddlec'])}  "
-                    f"vs paddle {ratio(t['paddle'], t['paddlec'])}")
+                    f"paddle {fmt(t['paddle'])}  vs torch {ratio(t['torch'], t['paddlec'])}"
+                    f"{ratio_spread(spread, 'torch')}  vs paddle {ratio(t['paddle'], t['paddlec'])}"
+                    f"{ratio_spread(spread, 'paddle')}")
         print(line + of_peak(table, name, t, peak))
 
 
@@ -437,7 +456,7 @@ def main():
         print(f"== slowdown with {a.busy} busy processes (busy / quiet time; paddlec vs paddle is under load; "
               f"shared: how much of paddlec's busy runs two busy processes spent on one CPU)")
         cases = [(k, n, b) for k, rows in (("infer", INFERENCE), ("train", TRAINING)) for n, b in rows]
-        for (table, name, q), (_, _, b), case in zip(quiet, busy, cases):
+        for (table, name, q, _), (_, _, b, _), case in zip(quiet, busy, cases):
             cells = "  ".join(f"{tool} {fmt(b[tool] / q[tool] if b[tool] and q[tool] else None, '5.2f')}x"
                               for tool in q)
             extra = f"  busy: paddle / paddlec {ratio(b['paddle'], b['paddlec'])}" if table == "training" else ""
