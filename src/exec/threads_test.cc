@@ -390,7 +390,7 @@ TEST_CASE("RunTasks' caller sleeps through a task longer than its spin and wakes
       ++runs;
       if (slot != 0) {
         ++started;
-        // 20 ms: the caller, done with its task, spins for ~50 us (PADDLEC_SPIN_US) and sleeps.
+        // 20 ms: the caller, done with its task, spins for ~200 us (PADDLEC_SPIN_US) and sleeps.
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         return;
       }

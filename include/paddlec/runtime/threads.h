@@ -90,8 +90,12 @@ int MaxThreads();
 /// OK for 0 (one thread per core) and 1..MaxThreads(); otherwise an error stating the range.
 Status CheckThreadCount(int64_t threads);
 
-/// The spin before an idle OpenMP worker sleeps, unless PADDLEC_SPIN_US says otherwise.
-inline constexpr int kDefaultSpinMicros = 50;
+/// The spin before an idle worker, or a caller waiting for one, sleeps, unless PADDLEC_SPIN_US says
+/// otherwise. 200 rather than 50: beside busy processes 50 us let a bound team's two threads fall
+/// out of step with each other, each join waiting for the other CPU's busy process, where 200 kept
+/// them together; on an idle machine the two measured alike (docs/performance.md, "What two busy
+/// processes leave a two-core machine").
+inline constexpr int kDefaultSpinMicros = 200;
 
 /// Sets GOMP_SPINCOUNT to about PADDLEC_SPIN_US (default kDefaultSpinMicros) microseconds of this
 /// CPU's `pause` (from ~1 to ~150 ns across x86 generations, so a fixed count expresses no time),
