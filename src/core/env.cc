@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "paddlec/core/number.h"
 
 namespace paddlec {
 namespace {
@@ -24,14 +24,7 @@ const char* Value(const EnvSwitch& s) {
 }
 
 bool Takes(const EnvSwitch& s, std::string_view value) {
-  if (s.choices.empty()) {
-    // strtod skips leading white space; the value is whole only without it.
-    char* end = nullptr;
-    const std::string text(value);
-    const double d = std::strtod(text.c_str(), &end);
-    return !text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) && end != text.c_str() &&
-           *end == '\0' && std::isfinite(d) && d >= 0;
-  }
+  if (s.choices.empty()) return ParseNonNegative(value).has_value();
   for (std::string_view c : s.choices)
     if (c == value) return true;
   return false;
@@ -73,7 +66,7 @@ std::optional<std::string_view> EnvChoice(const EnvSwitch& s) {
 std::optional<double> EnvNonNegative(const EnvSwitch& s, bool warn) {
   const char* v = Value(s);
   if (v == nullptr) return std::nullopt;
-  if (Takes(s, v)) return std::strtod(v, nullptr);
+  if (const std::optional<double> d = ParseNonNegative(v)) return d;
   if (warn) WarnIgnored(s, v);
   return std::nullopt;
 }

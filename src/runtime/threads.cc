@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -84,22 +86,10 @@ int RunnableTasks() {
 
 std::atomic<int> g_busy_override{-1};
 
-double PauseNanos() {
-  using Clock = std::chrono::steady_clock;
-  double best = 1e9;
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < 128; ++i) _mm_pause();
-    best = std::min(best, std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / 128);
-  }
-  return std::max(best, 0.5);
-}
-
-/// How long an idle worker spins before it sleeps: PADDLEC_SPIN_US, else kDefaultSpinMicros. `warn`
-/// false reads it without a warning for a bad value: a process about to replace itself by a copy
-/// (ReexecWithBoundedSpin) leaves the warning to the copy, which would give it again.
-double SpinMicros(bool warn = true) {
-  if (!warn) return EnvNonNegative(kSpinMicrosSwitch, false).value_or(kDefaultSpinMicros);
+/// How long an idle worker spins before it sleeps: PADDLEC_SPIN_US, else kDefaultSpinMicros, with a
+/// warning for a bad value at the first read (BoundedSpinCount reads it silently, so a process about
+/// to be replaced by a copy of itself leaves the warning to the copy).
+double SpinMicros() {
   static const double micros = EnvNonNegative(kSpinMicrosSwitch).value_or(kDefaultSpinMicros);
   return micros;
 }
@@ -107,11 +97,8 @@ double SpinMicros(bool warn = true) {
 }  // namespace
 
 bool SetBoundedSpinEnv() {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return false;
-  const double count = std::clamp(SpinMicros(false) * 1000.0 / PauseNanos(), 0.0, 1e6);
-  char text[32];
-  std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(count));
-  return setenv("GOMP_SPINCOUNT", text, 0) == 0;
+  const std::optional<int64_t> count = BoundedSpinCount();
+  return count && setenv("GOMP_SPINCOUNT", std::to_string(*count).c_str(), 0) == 0;
 }
 
 bool UnbindForExec() {

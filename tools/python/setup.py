@@ -29,7 +29,7 @@ def version():
 
 
 class CMakeModule(Extension):
-    """The _core module: built by CMake, not by setuptools."""
+    """A module CMake builds (_core, _spin), not setuptools."""
 
     def __init__(self, name):
         super().__init__(name, sources=[])
@@ -38,7 +38,8 @@ class CMakeModule(Extension):
 class BuildCore(build_ext):
     def build_extension(self, ext):
         build = build_dir()
-        module = os.path.join(build, "python", "paddlec", "_core" + sysconfig.get_config_var("EXT_SUFFIX"))
+        leaf = ext.name.rsplit(".", 1)[-1]
+        module = os.path.join(build, "python", "paddlec", leaf + sysconfig.get_config_var("EXT_SUFFIX"))
         if not os.path.exists(module):
             self._cmake(build)
         if not os.path.exists(module):
@@ -46,6 +47,8 @@ class BuildCore(build_ext):
         dest = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(module, dest)
+        if leaf == "_spin":  # self-contained: no library of paddlec's beside it
+            return
         # The module's RPATH is $ORIGIN: the shared core (and the CUDA backend when built) travel with it.
         for lib in ("libpaddlec.so", "libpaddlec_cuda.so"):
             path = os.path.join(os.path.dirname(module), lib)
@@ -92,14 +95,14 @@ class BuildCore(build_ext):
             args += ["-G", "Ninja"] if shutil.which("ninja") else []
             args += ["-DCMAKE_BUILD_TYPE=Release"]
         subprocess.check_call(args)
-        subprocess.check_call(["cmake", "--build", build, "--target", "_core"])
+        subprocess.check_call(["cmake", "--build", build, "--target", "_core", "_spin"])
 
 
 os.makedirs(os.path.join(build_dir(), "python-setuptools"), exist_ok=True)
 setup(
     version=version(),
     packages=["paddlec", "paddlec.v2"],
-    ext_modules=[CMakeModule("paddlec._core")],
+    ext_modules=[CMakeModule("paddlec._spin"), CMakeModule("paddlec._core")],
     cmdclass={"build_ext": BuildCore},
     # Build byproducts go to the CMake build directory, not into the source tree.
     options={"build": {"build_base": os.path.join(build_dir(), "python-setuptools")},

@@ -39,7 +39,8 @@
 // constructor, which runs before any code of ours (glibc initializes a library's dependencies first,
 // and a setenv from .preinit_array is undone by libc's own initializer), so `paddlec run` and `train`
 // re-execute themselves once with GOMP_SPINCOUNT set (ReexecWithBoundedSpin), and the Python package
-// sets it before it loads its module.
+// sets it before it loads its module, from a module of its own that loads nothing else
+// (runtime/spin_count.h: the same count both ways).
 //
 // Busy machines: while more threads want the cores than there are, a run uses one thread for
 // everything (MachineBusy: other processes' runnable threads, from /proc/loadavg less the calling
@@ -79,6 +80,7 @@
 #include <vector>
 
 #include "paddlec/core/error.h"
+#include "paddlec/runtime/spin_count.h"
 
 namespace paddlec::runtime {
 
@@ -90,16 +92,8 @@ int MaxThreads();
 /// OK for 0 (one thread per core) and 1..MaxThreads(); otherwise an error stating the range.
 Status CheckThreadCount(int64_t threads);
 
-/// The spin before an idle worker, or a caller waiting for one, sleeps, unless PADDLEC_SPIN_US says
-/// otherwise. 200 rather than 50: beside busy processes 50 us let a bound team's two threads fall
-/// out of step with each other, each join waiting for the other CPU's busy process, where 200 kept
-/// them together; on an idle machine the two measured alike (docs/performance.md, "What two busy
-/// processes leave a two-core machine").
-inline constexpr int kDefaultSpinMicros = 200;
-
-/// Sets GOMP_SPINCOUNT to about PADDLEC_SPIN_US (default kDefaultSpinMicros) microseconds of this
-/// CPU's `pause` (from ~1 to ~150 ns across x86 generations, so a fixed count expresses no time),
-/// unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT; returns whether it set it.
+/// Sets GOMP_SPINCOUNT to BoundedSpinCount() (runtime/spin_count.h) unless the user set
+/// OMP_WAIT_POLICY or GOMP_SPINCOUNT; returns whether it set it.
 bool SetBoundedSpinEnv();
 /// For main(): when SetBoundedSpinEnv sets the variable, replaces the process by a fresh copy of
 /// itself (same arguments) whose libgomp starts with it; returns when nothing needed doing or the

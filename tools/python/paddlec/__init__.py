@@ -24,11 +24,18 @@ the kernels::
 
 import os as _os
 
-# libgomp (OpenMP, which oneDNN runs on) reads its wait policy once, when _core loads it: spin briefly
-# (1,000 pauses), then sleep, instead of its default milliseconds of spinning, which made runs 5-10x
-# slower beside busy processes (runtime/threads.h; the executables calibrate the count).
-if "OMP_WAIT_POLICY" not in _os.environ:
-    _os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+from paddlec import _spin
+
+# libgomp (OpenMP, which oneDNN and a training run's loops run on) reads its wait policy once, when
+# _core loads it: spin as long as paddlec's own threads (PADDLEC_SPIN_US), counted in this CPU's
+# pauses as the executables count it, then sleep, instead of its default milliseconds of spinning,
+# which made runs 5-10x slower beside busy processes (runtime/threads.h). A fixed 1,000 pauses, as
+# before, are 24 us on a Zen 3 CPU: there the MLP training step at batch 64 (2 threads) was slower
+# with them than with the calibrated count in 10 of 10 alternating runs, medians 1.31-2.52 ms
+# against 1.26-2.15 (the VM's noise moved both).
+_spin_count = _spin.bounded_spin_count()
+if _spin_count is not None:
+    _os.environ["GOMP_SPINCOUNT"] = str(_spin_count)
 from paddlec import _core  # noqa: E402
 from paddlec import errors
 from paddlec import unique_name

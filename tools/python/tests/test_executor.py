@@ -1,6 +1,7 @@
 """The executor: feeds (checks, conversion, zero copy), fetches, scopes and plan caching."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -174,6 +175,32 @@ def test_thread_counts_are_checked():
         assert line.endswith("(4 per core of this machine), or 0 for one per core")
     paddlec.Executor("cpu", num_threads=1)  # the bounds themselves are accepted
     paddlec.Executor("cpu", num_threads=4 * (os.cpu_count() or 1))
+
+
+def _libgomp_spin_count(**env):
+    """GOMP_SPINCOUNT as libgomp reports it (OMP_DISPLAY_ENV) in a child that imports paddlec with
+    `env` and none of the spin settings of this process's environment."""
+    spin = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "PADDLEC_SPIN_US")
+    child_env = {k: v for k, v in os.environ.items() if k not in spin}
+    child_env.update(env, OMP_DISPLAY_ENV="VERBOSE")
+    child = subprocess.run([sys.executable, "-c", "import paddlec"], capture_output=True, text=True, env=child_env,
+                           timeout=120)
+    assert child.returncode == 0, child.stderr
+    found = re.search(r"GOMP_SPINCOUNT = '(\d+)'", child.stderr)
+    assert found, child.stderr
+    return int(found.group(1))
+
+
+def test_libgomp_spins_as_long_as_paddlecs_own_threads():
+    # The count is PADDLEC_SPIN_US in this CPU's pauses, as the executables set it (a fixed 1,000
+    # pauses had been 24 us on a Zen 3 CPU against the 200 us default).
+    assert _libgomp_spin_count(PADDLEC_SPIN_US="0") == 0
+    short, long = _libgomp_spin_count(PADDLEC_SPIN_US="25"), _libgomp_spin_count(PADDLEC_SPIN_US="1600")
+    assert 0 < short < long
+    default = _libgomp_spin_count()
+    assert short < default < long  # 200 us, 8x from each
+    assert _libgomp_spin_count(GOMP_SPINCOUNT="777") == 777  # the user's settings stay theirs
+    assert _libgomp_spin_count(PADDLEC_SPIN_US="400", OMP_WAIT_POLICY="passive") == 0
 
 
 def test_check_nan_inf_names_the_op_the_variable_and_the_element(fresh_programs):
