@@ -29,10 +29,12 @@ def version():
 
 
 class CMakeModule(Extension):
-    """A module CMake builds (_core, _spin), not setuptools."""
+    """A module CMake builds, not setuptools; `with_core`: it loads libpaddlec.so, which travels with
+    it together with the CLI (_core), or it is self-contained (_spin)."""
 
-    def __init__(self, name):
+    def __init__(self, name, with_core):
         super().__init__(name, sources=[])
+        self.with_core = with_core
 
 
 class BuildCore(build_ext):
@@ -47,7 +49,7 @@ class BuildCore(build_ext):
         dest = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(module, dest)
-        if leaf == "_spin":  # self-contained: no library of paddlec's beside it
+        if not ext.with_core:
             return
         # The module's RPATH is $ORIGIN: the shared core (and the CUDA backend when built) travel with it.
         for lib in ("libpaddlec.so", "libpaddlec_cuda.so"):
@@ -102,7 +104,7 @@ os.makedirs(os.path.join(build_dir(), "python-setuptools"), exist_ok=True)
 setup(
     version=version(),
     packages=["paddlec", "paddlec.v2"],
-    ext_modules=[CMakeModule("paddlec._spin"), CMakeModule("paddlec._core")],
+    ext_modules=[CMakeModule("paddlec._spin", with_core=False), CMakeModule("paddlec._core", with_core=True)],
     cmdclass={"build_ext": BuildCore},
     # Build byproducts go to the CMake build directory, not into the source tree.
     options={"build": {"build_base": os.path.join(build_dir(), "python-setuptools")},

@@ -36,6 +36,7 @@ from paddlec import _spin
 _spin_count = _spin.bounded_spin_count()
 if _spin_count is not None:
     _os.environ["GOMP_SPINCOUNT"] = str(_spin_count)
+del _spin_count
 from paddlec import _core  # noqa: E402
 from paddlec import errors
 from paddlec import unique_name
