@@ -13,6 +13,10 @@
 
 #include "paddlec/core/error.h"
 
+namespace paddlec::runtime {
+class Communicator;
+}
+
 namespace paddlec::driver {
 
 /// Writes `e` as "error: ..." and "note: ..." lines.
@@ -21,6 +25,8 @@ void PrintError(const Error& e, std::ostream& err);
 /// which rank failed and stops every rank (MPI_Abort), so none waits forever in a collective for
 /// this one; otherwise does nothing.
 void StopOtherRanks(std::ostream& err);
+/// The same for a given communicator (nullptr: nothing to stop).
+void StopOtherRanks(runtime::Communicator* comm, std::ostream& err);
 
 /// The default compile pipeline: the program as written (training-mode batch_norm stays so).
 inline constexpr const char* kDefaultPipeline = "validate,infer-shape,init-params";
