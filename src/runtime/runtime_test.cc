@@ -1,12 +1,35 @@
 // Tests of the runtime layer: the caching allocator, tensor buffers and scopes.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <string_view>
+
+#include "paddlec/core/env.h"
 #include "paddlec/runtime/allocator.h"
 #include "paddlec/runtime/scope.h"
+#include "paddlec/runtime/spin_count.h"
 #include "paddlec/runtime/tensor.h"
 
 namespace paddlec::runtime {
 namespace {
+
+TEST_CASE("libgomp's spin count follows the variable of paddlec's own spin, and leaves the user's alone") {
+  CHECK(std::string_view(kSpinMicrosVariable) == kSpinMicrosSwitch.name);
+  unsetenv("OMP_WAIT_POLICY");
+  unsetenv("GOMP_SPINCOUNT");
+  setenv(kSpinMicrosVariable, "0", 1);
+  CHECK(BoundedSpinCount() == 0);
+  setenv(kSpinMicrosVariable, "25", 1);
+  const int64_t short_spin = BoundedSpinCount().value_or(-1);
+  setenv(kSpinMicrosVariable, "1600", 1);
+  const int64_t long_spin = BoundedSpinCount().value_or(-1);
+  CHECK(0 < short_spin);
+  CHECK(short_spin < long_spin);
+  setenv("GOMP_SPINCOUNT", "777", 1);
+  CHECK_FALSE(BoundedSpinCount().has_value());
+  unsetenv("GOMP_SPINCOUNT");
+  unsetenv(kSpinMicrosVariable);
+}
 
 TEST_CASE("CpuCachingAllocator reuses freed blocks and counts system allocations") {
   auto alloc = CpuCachingAllocator::Create();

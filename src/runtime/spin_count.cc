@@ -1,3 +1,5 @@
+// The spin of waiting threads in libgomp's terms, for the CLI and for the Python package's _spin
+// module alike (runtime/spin_count.h).
 #include "paddlec/runtime/spin_count.h"
 
 #include <xmmintrin.h>
@@ -23,7 +25,7 @@ double PauseNanos() {
 
 std::optional<int64_t> BoundedSpinCount() {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return std::nullopt;
-  const char* set = std::getenv("PADDLEC_SPIN_US");
+  const char* set = std::getenv(kSpinMicrosVariable);
   const double micros = (set != nullptr ? ParseNonNegative(set) : std::nullopt).value_or(kDefaultSpinMicros);
   return static_cast<int64_t>(std::clamp(micros * 1000.0 / PauseNanos(), 0.0, 1e6));
 }

@@ -15,6 +15,10 @@ namespace paddlec::runtime {
 /// processes leave a two-core machine").
 inline constexpr int kDefaultSpinMicros = 200;
 
+/// The variable that sets the spin: core/env.cc's kSpinMicrosSwitch names the same one (checked in
+/// runtime_test.cc), which this file cannot use without the rest of core.
+inline constexpr char kSpinMicrosVariable[] = "PADDLEC_SPIN_US";
+
 /// One `pause` on this CPU, in ns (the least of a few timed runs): from ~1 to ~150 ns across x86
 /// generations, so a fixed count of them expresses no time.
 double PauseNanos();
