@@ -14,6 +14,9 @@
 //   paddlec_bench peak --threads T             the CPU's fp32 FMA peak on T threads (GFLOP/s), the
 //                                              ceiling for GEMM-bound cases (bench_peers.py's % of peak)
 // --check-nan-inf builds the plan with the NaN/Inf check (forward/inference/train modes).
+// --fresh-feeds rewrites every feed from the calling thread before each step (forward/inference/train
+// modes, CPU), as a program feeding new data does: the step then reads its input from that core's
+// cache, not from both cores' (the copy is timed too).
 // --opt-level N compiles with -ON (default: the pipelines without -O, as `paddlec` does by default).
 // Each prints one line: name, median ms over repetitions of at least --min-time seconds, and
 // GFLOP/s where the work is known.
@@ -55,6 +58,7 @@ struct Args {
   bool cuda_graph = false;
   bool check_nan_inf = false;  // --check-nan-inf: what the NaN/Inf check costs per step
   bool profile = false;        // --profile: time per op type over the timed steps, after the median
+  bool fresh_feeds = false;    // --fresh-feeds: the calling thread rewrites the feeds before every step
   int opt_level = -1;
 };
 
@@ -184,8 +188,17 @@ void Network(const Args& a, bool train, bool inference = false, double idle_mb =
     return;
   }
   plan->set_profiling(a.profile);
+  // --fresh-feeds: each feed's bytes, copied back before every step.
+  std::vector<std::pair<char*, std::vector<char>>> fresh;
+  if (a.fresh_feeds)
+    for (const auto& f : m->compiled().feed_targets()) {
+      auto& t = scope.Var(f.name()).tensor();
+      char* p = static_cast<char*>(t.raw_data());
+      fresh.emplace_back(p, std::vector<char>(p, p + t.nbytes()));
+    }
   double ms = MedianMs(
       [&] {
+        for (auto& [p, bytes] : fresh) std::memcpy(p, bytes.data(), bytes.size());
         Die(plan->Run());
         Die(exec->device().Synchronize());
       },
@@ -380,6 +393,7 @@ int main(int argc, char** argv) {
     else if (k == "--cuda-graph") a.cuda_graph = true;
     else if (k == "--check-nan-inf") a.check_nan_inf = true;
     else if (k == "--profile") a.profile = true;
+    else if (k == "--fresh-feeds") a.fresh_feeds = true;
     else if (k == "--opt-level")
       a.opt_level = std::stoi(next());
     else if (!k.starts_with("--")) a.config = k;
@@ -387,6 +401,10 @@ int main(int argc, char** argv) {
       std::cerr << "error: unknown flag " << k << "\n";
       return 2;
     }
+  }
+  if (a.fresh_feeds && a.device != "cpu") {
+    std::cerr << "error: --fresh-feeds rewrites feeds in host memory: it needs --device cpu\n";
+    return 2;
   }
   if (a.mode == "sgemm") Sgemm(a);
   else if (a.mode == "forward") Network(a, false);
