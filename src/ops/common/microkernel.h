@@ -161,27 +161,18 @@ PADDLEC_AVX512_INLINE void FmaPairRow512(const float* a, __m512 lo, __m512 hi, _
   }
 }
 
-/// How far ahead of the tile MicroTilePair512 fetches each row of an untransposed A: two cache
-/// lines. A fresh A (a step's input, or the product before's output) lies in the cache of the core
-/// that wrote it, and the other core's first pass over it waited on one line after another. MLP
-/// inference's first layer (64 x 784 x 512, 2 threads, A rewritten by the calling thread before each
-/// call, medians of 3000) took 174-177 us, 165-166 with this, 166-167 fetching 4 lines ahead and
-/// 168 fetching 6; with A left in place, 161-162 either way.
-inline constexpr int64_t kPrefetchAFloats = 32;
-
-/// MicroTilePair512's prefetch of one row of A, kPrefetchAFloats ahead. A prefetch past the end of
-/// A's memory does not fault.
-template <bool kActive>
-PADDLEC_AVX512_INLINE void PrefetchRow512(const float* a) {
-  if constexpr (kActive) _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchAFloats), _MM_HINT_T0);
-}
-
 /// Rows of MicroTilePair512's tile: 8, sixteen accumulators. Each broadcast of A feeds two registers
 /// of B, so a multiply-add loads 0.63 operands (6 rows: 0.67; MicroTile512: 1.17, which kept that one
 /// at about 65 % of the FMA peak). One thread, 64 x 784 x 32 with A and B in L1/L2, GFLOP/s of 175:
 /// 168-172 in 8-row tiles, 159-163 in 6-row ones (ten and a 4-row tile, which has only 8 FMA chains).
 inline constexpr int kPairTileRows512 = 8;
 
+/// A's rows are read with no software prefetch: the one this tile had (each row two cache lines
+/// ahead, every 16 k), measured useful for a fresh A before the tile grew to 8 rows over the whole
+/// depth, cost time in every case since. 2-core Xeon VM, `paddlec_bench inference --opt-level 2`, 3
+/// alternating runs, ms, with / without: MLP b64 0.178-0.180 / 0.171, with its input rewritten
+/// before every step (--fresh-feeds) 0.194-0.195 / 0.190; b256 0.753-0.757 / 0.730-0.732; LeNet b64
+/// 1.200-1.209 / 1.152-1.172, fresh 1.219-1.243 / 1.158-1.164.
 template <bool kTransposedA, int kRows>
 __attribute__((target("avx512f"))) void MicroTilePair512(int64_t depth, const float* a, int64_t lda, const float* b_lo,
                                                          const float* b_hi, int64_t ldb, float* c, int64_t ldc,
@@ -212,18 +203,6 @@ __attribute__((target("avx512f"))) void MicroTilePair512(int64_t depth, const fl
   for (int64_t k = 0; k < depth; ++k, b_lo += ldb, b_hi += ldb) {
     const __m512 lo = _mm512_loadu_ps(b_lo), hi = _mm512_loadu_ps(b_hi);
     const int64_t q = k * col;
-    if constexpr (!kTransposedA) {
-      if ((k & 15) == 0) {  // once per cache line's worth of each row
-        PrefetchRow512<true>(a0 + q);
-        PrefetchRow512<(kRows > 1)>(a1 + q);
-        PrefetchRow512<(kRows > 2)>(a2 + q);
-        PrefetchRow512<(kRows > 3)>(a3 + q);
-        PrefetchRow512<(kRows > 4)>(a4 + q);
-        PrefetchRow512<(kRows > 5)>(a5 + q);
-        PrefetchRow512<(kRows > 6)>(a6 + q);
-        PrefetchRow512<(kRows > 7)>(a7 + q);
-      }
-    }
     FmaPairRow512<true>(a0 + q, lo, hi, c00, c01);
     FmaPairRow512<(kRows > 1)>(a1 + q, lo, hi, c10, c11);
     FmaPairRow512<(kRows > 2)>(a2 + q, lo, hi, c20, c21);
