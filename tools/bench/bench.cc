@@ -402,6 +402,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (a.fresh_feeds && a.mode != "forward" && a.mode != "inference" && a.mode != "train") {
+    std::cerr << "error: --fresh-feeds goes with the forward, inference and train modes, not " << a.mode << "\n";
+    return 2;
+  }
   if (a.fresh_feeds && a.device != "cpu") {
     std::cerr << "error: --fresh-feeds rewrites feeds in host memory: it needs --device cpu\n";
     return 2;
