@@ -39,8 +39,8 @@ foreach(layer core ir runtime ops passes exec io driver testing)
 endforeach()
 
 # The kernels that choose AVX-512 or AVX2 register tiles at run time (common/microkernel.h's
-# TilesUseAvx512) once more with PADDLEC_AVX512=off: on a CPU where AVX-512 doubles the FMA rate, as
-# CI's, ops_test alone would never run the AVX2 paths.
+# TilesUseAvx512) once more with PADDLEC_AVX512=off: on a CPU whose tiles run on AVX-512, as CI's,
+# ops_test alone would never run the AVX2 paths.
 add_test(NAME ops_avx2_test COMMAND ops_test "-tc=fc*,matmul*,mul*,*conv*,*winograd*,*pool*"
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(ops_avx2_test PROPERTIES LABELS "unit;ops" ENVIRONMENT "PADDLEC_AVX512=off")

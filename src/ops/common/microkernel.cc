@@ -1,5 +1,5 @@
 // The FMA chains that measure the CPU's FMA rate, and the probe behind common/microkernel.h's
-// TilesUseAvx512.
+// Avx512DoublesFma and TilesUseAvx512.
 #include "common/microkernel.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -53,9 +53,9 @@ __attribute__((target("avx512f"))) float FmaChains512(int64_t steps) {
   return lanes[0];
 }
 
-bool Avx512DoublesFma() {
-  static const bool doubles = [] {
-    if (!HasAvx512()) return false;
+double Avx512FmaTimeRatio() {
+  static const double ratio = [] {
+    if (!HasAvx512()) return 0.0;
     // Alternating, best of six each (about 0.2 ms in all), so that a burst of another process's load or a frequency
     // change hits both. One 512-bit FMA unit, or two 256-bit halves, take twice as long for the
     // 16-lane chains; two units take as long as for the 8-lane ones.
@@ -64,10 +64,14 @@ bool Avx512DoublesFma() {
       narrow = std::min(narrow, BestNanos([] { g_sink = FmaChains256(kSteps); }));
       wide = std::min(wide, BestNanos([] { g_sink = FmaChains512(kSteps); }));
     }
-    return wide < 1.5 * narrow;
+    return wide / narrow;
   }();
-  return doubles;
+  return ratio;
 }
+
+bool Avx512DoublesFma() { return HasAvx512() && Avx512FmaTimeRatio() < 1.5; }
+
+bool Avx512KeepsFmaRate() { return HasAvx512() && Avx512FmaTimeRatio() < 2.2; }
 
 }  // namespace paddlec::ops
 #endif

@@ -1,10 +1,12 @@
 // The register tile the CPU's own GEMM-shaped loops share (Winograd's 16 products in
 // nn/winograd.cc, the tiled float32 GEMM in math/gemm.cc): 6 rows x 16 columns, or fewer rows for
 // the last rows of a product, and a pair of such tiles side by side (6 x 32; 8 x 32 on AVX-512). The
-// build targets AVX2 + FMA (x86-64-v3), where a 6 x 16 tile is 12 accumulators of 8 floats. Where AVX-512 doubles
-// the FMA rate (two 512-bit FMA units, as Intel's server cores have: Avx512DoublesFma), the tiles
-// run on AVX-512 instead, chosen at run time; where it does not (AMD Zen 4 splits 512-bit operations
-// in two), the AVX2 tiles already reach the peak.
+// build targets AVX2 + FMA (x86-64-v3), where a 6 x 16 tile is 12 accumulators of 8 floats. Where
+// AVX-512 runs at least AVX2's flop rate (Avx512KeepsFmaRate: twice it on Intel's server cores, the
+// same on AMD Zen 4, which splits 512-bit operations in two), the tiles run on AVX-512 instead,
+// chosen at run time: 32 registers hold an 8 x 32 tile that issues half the instructions and fewer
+// loads per multiply-add. On a Zen 4 VM the AVX2 tiles ran MLP inference at batch 64 at 77 % of the
+// FMA peak, the AVX-512 ones at 97 % (docs/performance.md, "Where AVX-512 doubles the FMA rate").
 #pragma once
 
 #include <cstdint>
@@ -63,19 +65,25 @@ float FmaChains256(int64_t steps);
 /// The same on 16 lanes, at the AVX-512 peak; only where HasAvx512().
 float FmaChains512(int64_t steps);
 
-/// Whether an AVX-512 multiply-add does twice the work of an AVX2 one here, as on CPUs with two
-/// 512-bit FMA units (Intel's server cores), not one (Intel's client cores) or 256-bit halves (AMD
-/// Zen 4), where AVX-512 gains nothing: measured once, by timing the same number of 16- and 8-lane
-/// FMAs (common/microkernel.cc). False without AVX-512.
+/// The time of a number of 16-lane FMAs over that of as many 8-lane ones, measured once (about
+/// 0.2 ms: common/microkernel.cc): about 1 with two 512-bit FMA units (Intel's server cores), 2 with
+/// one (Intel's client cores) or with 256-bit halves (AMD Zen 4), more where AVX-512 lowers the
+/// clock. 0 without AVX-512.
+double Avx512FmaTimeRatio();
+/// Whether an AVX-512 multiply-add does twice the work of an AVX2 one here (a ratio under 1.5). What
+/// oneDNN's direct convolutions gain over paddlec's Winograd transforms depends on it.
 bool Avx512DoublesFma();
+/// Whether AVX-512 runs at about AVX2's flop rate or more here (a ratio under 2.2), so that the
+/// AVX-512 tiles, with fewer instructions and loads, gain even where the rate is the same.
+bool Avx512KeepsFmaRate();
 
-/// Whether MicroTile runs on AVX-512: where it doubles the FMA rate (Avx512DoublesFma), unless
+/// Whether MicroTile runs on AVX-512: where it keeps AVX2's flop rate (Avx512KeepsFmaRate), unless
 /// PADDLEC_AVX512 is `off`; `on` takes it wherever the CPU has AVX-512 (for tests and comparisons).
 inline bool TilesUseAvx512() {
   static const bool use = [] {
     const std::string_view choice = EnvChoice(kAvx512Switch).value_or("auto");
     if (choice == "off" || !HasAvx512()) return false;
-    return choice == "on" || Avx512DoublesFma();
+    return choice == "on" || Avx512KeepsFmaRate();
   }();
   return use;
 }

@@ -77,8 +77,8 @@ using EightPixelsFn = void (*)(const float*, int64_t, int64_t, int64_t, int64_t,
 constexpr EightPixelsFn kEightPixels[] = {nullptr,        EightPixels<1>, EightPixels<2>, EightPixels<3>,
                                           EightPixels<4>, EightPixels<5>, EightPixels<6>, EightPixels<7>};
 
-/// EightPixels for two groups of 8 output channels at once, in 16-lane registers, where AVX-512
-/// doubles the FMA rate (common/microkernel.h's TilesUseAvx512): `w` is SetFilter's 16-lane packing,
+/// EightPixels for two groups of 8 output channels at once, in 16-lane registers, where the tiles
+/// run on AVX-512 (common/microkernel.h's TilesUseAvx512): `w` is SetFilter's 16-lane packing,
 /// and each pixel's lower 8 channels go to `lo`, the upper 8 to `hi`, as EightPixels writes a group.
 template <int KW>
 __attribute__((target("avx512f"))) void SixteenChannels(const float* x, int64_t c_stride, int64_t row_stride,

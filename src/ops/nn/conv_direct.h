@@ -5,7 +5,7 @@
 // Each output pixel of 8 output channels is one AVX2 register accumulating C x KH x KW broadcast
 // inputs times filter vectors; the bias, the relu and a 2x2 stride-2 pooling run on the registers,
 // so with a pooling only the pooled result is written (LeNet's first layer: a quarter of the bytes).
-// Where AVX-512 doubles the FMA rate (common/microkernel.h's TilesUseAvx512), two groups of 8
+// Where the tiles run on AVX-512 (common/microkernel.h's TilesUseAvx512), two groups of 8
 // channels share 16-lane registers. Work is handed out per (image, 8 or 16 output channels) to
 // whichever thread is free. The filter gradient (SmallConvBackwardWeights) runs the same way, with
 // the 8 channels' taps as accumulators.
