@@ -6,7 +6,7 @@
 // same on AMD Zen 4, which splits 512-bit operations in two), the tiles run on AVX-512 instead,
 // chosen at run time: 32 registers hold an 8 x 32 tile that issues half the instructions and fewer
 // loads per multiply-add. On a Zen 4 VM the AVX2 tiles ran MLP inference at batch 64 at 77 % of the
-// FMA peak, the AVX-512 ones at 97 % (docs/performance.md, "Where AVX-512 doubles the FMA rate").
+// FMA peak, the AVX-512 ones at 97 % (docs/performance.md, "Where the tiles run on AVX-512").
 #pragma once
 
 #include <cstdint>
