@@ -16,7 +16,7 @@ void StopOtherRanks(runtime::Communicator* comm, std::ostream& err) {
   // One write: std::cerr is unbuffered, so each << would be a write of its own, and mpirun's
   // relay of this rank's stderr could put MPI_Abort's banner in the middle of the line.
   const std::string note = "note: the error happened on rank " + std::to_string(comm->rank()) + " of " +
-                     std::to_string(comm->size()) + "; stopping every rank\n";
+                           std::to_string(comm->size()) + "; stopping every rank\n";
   err.write(note.data(), static_cast<std::streamsize>(note.size()));
   err.flush();
   comm->Abort(1);

@@ -188,17 +188,22 @@ void Network(const Args& a, bool train, bool inference = false, double idle_mb =
     return;
   }
   plan->set_profiling(a.profile);
-  // --fresh-feeds: each feed's bytes, copied back before every step.
-  std::vector<std::pair<char*, std::vector<char>>> fresh;
+  // --fresh-feeds: each feed's bytes, copied back before every step. The tensor's buffer is looked
+  // up at each copy, so that a run that replaced it is not written through a stale pointer.
+  std::vector<std::pair<runtime::Tensor*, std::vector<char>>> fresh;
   if (a.fresh_feeds)
     for (const auto& f : m->compiled().feed_targets()) {
       auto& t = scope.Var(f.name()).tensor();
-      char* p = static_cast<char*>(t.raw_data());
-      fresh.emplace_back(p, std::vector<char>(p, p + t.nbytes()));
+      const char* p = static_cast<const char*>(t.raw_data());
+      fresh.emplace_back(&t, std::vector<char>(p, p + t.nbytes()));
     }
   double ms = MedianMs(
       [&] {
-        for (auto& [p, bytes] : fresh) std::memcpy(p, bytes.data(), bytes.size());
+        for (auto& [t, bytes] : fresh) {
+          if (t->nbytes() != bytes.size())
+            Die(MakeError(ErrorCode::kInternal, "--fresh-feeds: a run changed the size of a feed"));
+          std::memcpy(t->raw_data(), bytes.data(), bytes.size());
+        }
         Die(plan->Run());
         Die(exec->device().Synchronize());
       },
