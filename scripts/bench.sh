@@ -10,10 +10,11 @@
 # --peers runs scripts/bench_peers.py instead: paddlec beside ONNX Runtime, PyTorch eager and
 # PaddlePaddle's static executor on the same networks, shapes and thread count (default 2), with
 # ratios, LeNet's peak training memory and the 5-epoch Adam MLP run (7 runs, medians per epoch);
-# --busy N repeats the timed cases beside N busy background processes and prints each tool's
-# slowdown, with how long the busy processes shared a CPU during paddlec's runs; every figure is the
-# median of R rounds (default 3) in which each tool runs once, so that the machine's noise bursts
-# hit all tools, and each ratio is followed by the range of the rounds' own ratios. The MLP rows
+# --busy N repeats each timed case, right after its quiet run, beside N busy background processes
+# and prints each tool's slowdown (paired per round, like the ratios), with how long the busy
+# processes shared a CPU during paddlec's runs; every figure is the median of R rounds (default 3)
+# in which each tool runs once, so that the machine's noise bursts hit all tools, and each ratio is
+# followed by the range of the rounds' own ratios. The MLP rows
 # also give each tool's share of the CPU's fp32 FMA peak (`paddlec_bench peak`), the ceiling no
 # GEMM-bound step passes.
 # The peers live in a benchmark-only virtualenv created here with pip ($PADDLEC_BENCH_VENV, default

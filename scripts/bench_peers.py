@@ -10,10 +10,11 @@ ratio is followed by the lowest and highest of the rounds' own ratios, whose too
   memory      LeNet training at batch 256: peak RSS above the idle process, paddlec vs PyTorch
   epochs      the 5-epoch Adam MLP run on Fashion-MNIST, --epoch-runs times: paddlec's per-epoch times
               and each epoch's median rate
-With --busy N the inference and training cases run again beside N CPU-bound background processes
-and a third table prints each tool's slowdown (busy / quiet), paddlec against Paddle under load, and
-how much of paddlec's busy runs two of the busy processes spent on one CPU (which decides how much
-of a 2-core machine is left: PlacementSampler).
+With --busy N each inference and training case runs again, right after its quiet run in the same
+round, beside N CPU-bound background processes, and a third table prints each tool's slowdown (the
+median of the rounds' own busy / quiet ratios), paddlec against Paddle under load, and how much of
+paddlec's busy runs two of the busy processes spent on one CPU (which decides how much of a 2-core
+machine is left: PlacementSampler).
 ratio = peer time / paddlec time: above 1 means paddlec is faster. The MLP rows of the quiet table
 add each tool's share of the CPU's fp32 FMA peak (paddlec_bench peak, printed first): the MLP is
 products and little else, so a peer at 85 % of peak leaves paddlec at most 1 / 0.85 = 1.18x ahead.
@@ -274,36 +275,70 @@ class Runner:
         r = json.loads(out.strip().splitlines()[-1])
         return r.get("ms", r.get("peak_mb"))
 
+    def case_tools(self, kind, net, b):
+        """One case, every tool once: {tool: ms}."""
+        if kind == "infer":
+            return {"paddlec": self.paddlec("infer", net, b), "ort": self.peer("ort", "infer", net, b)}
+        return {"paddlec": self.paddlec("train", net, b), "torch": self.peer("torch", "train", net, b),
+                "paddle": self.peer("paddle", "train", net, b)}
+
     def one_round(self):
-        """Every timed case once: (table, name, {tool: ms})."""
+        """Every timed case once: (table, name, {tool: ms}, {tool: ms beside the busy processes} or
+        None). With --busy each case runs beside the busy processes right after its quiet run, so its
+        slowdown divides two times taken seconds apart: the host's FMA rate drifts over minutes (it
+        halved for minutes at a time on the Zen 4 VM, docs/performance.md), and a quiet table taken
+        before a busy one measured that drift as much as the load."""
         rows = []
-        for net, b in INFERENCE:
-            rows.append(("inference", f"{net} b{b}", {"paddlec": self.paddlec("infer", net, b),
-                                                      "ort": self.peer("ort", "infer", net, b)}))
-        for net, b in TRAINING:
-            rows.append(("training", f"{net} b{b}", {"paddlec": self.paddlec("train", net, b),
-                                                     "torch": self.peer("torch", "train", net, b),
-                                                     "paddle": self.peer("paddle", "train", net, b)}))
+        for kind, table, cases in (("infer", "inference", INFERENCE), ("train", "training", TRAINING)):
+            for net, b in cases:
+                quiet, busy = self.case_tools(kind, net, b), None
+                if self.a.busy > 0:
+                    self.busy = busy_processes(self.a.busy)
+                    try:
+                        busy = self.case_tools(kind, net, b)
+                    finally:
+                        stop_busy(self.busy)
+                        self.busy = []
+                rows.append((table, f"{net} b{b}", quiet, busy))
         return rows
 
     def cases(self):
-        """Every timed case: (table, name, {tool: median ms over self.a.rounds rounds}, {peer: (lowest,
-        highest) of the rounds' own peer / paddlec ratios}). The tools of a round ran within seconds
-        of each other, so its ratio is paired; the spread of those ratios says how far one run's
-        table can be trusted on a noisy machine."""
+        """Every timed case, with --rounds rounds of each: quiet rows, busy rows (empty without --busy)
+        and slowdowns. A row is (table, name, {tool: median ms over the rounds}, {peer: (lowest,
+        highest) of the rounds' own peer / paddlec ratios}); the tools of a round ran within seconds
+        of each other, so its ratio is paired, and the spread of those ratios says how far one run's
+        table can be trusted on a noisy machine. A slowdown is (table, name, {tool: (median, lowest,
+        highest) of the rounds' own busy / quiet ratios}), paired the same way."""
         rounds = [self.one_round() for _ in range(self.a.rounds)]
-        rows = []
-        for i, (table, name, first) in enumerate(rounds[0]):
-            times = {tool: [r[i][2][tool] for r in rounds if r[i][2][tool] is not None] for tool in first}
-            spread = {}
+        quiet = summarize([[(t, n, q) for t, n, q, _ in r] for r in rounds])
+        if self.a.busy <= 0:
+            return quiet, [], []
+        busy = summarize([[(t, n, b) for t, n, _, b in r] for r in rounds])
+        slowdowns = []
+        for i, (table, name, first, _) in enumerate(rounds[0]):
+            cells = {}
             for tool in first:
-                paired = [r[i][2][tool] / r[i][2]["paddlec"] for r in rounds
-                          if tool != "paddlec" and r[i][2][tool] and r[i][2]["paddlec"]]
+                paired = [r[i][3][tool] / r[i][2][tool] for r in rounds if r[i][2][tool] and r[i][3][tool]]
                 if paired:
-                    spread[tool] = (min(paired), max(paired))
-            rows.append((table, name, {tool: statistics.median(v) if v else None for tool, v in times.items()},
-                         spread))
-        return rows
+                    cells[tool] = (statistics.median(paired), min(paired), max(paired))
+            slowdowns.append((table, name, cells))
+        return quiet, busy, slowdowns
+
+
+def summarize(rounds):
+    """Rows of (table, name, {tool: median ms}, {peer: (lowest, highest) paired ratio}) from rounds of
+    (table, name, {tool: ms})."""
+    rows = []
+    for i, (table, name, first) in enumerate(rounds[0]):
+        times = {tool: [r[i][2][tool] for r in rounds if r[i][2][tool] is not None] for tool in first}
+        spread = {}
+        for tool in first:
+            paired = [r[i][2][tool] / r[i][2]["paddlec"] for r in rounds
+                      if tool != "paddlec" and r[i][2][tool] and r[i][2]["paddlec"]]
+            if paired:
+                spread[tool] = (min(paired), max(paired))
+        rows.append((table, name, {tool: statistics.median(v) if v else None for tool, v in times.items()}, spread))
+    return rows
 
 
 def fmt(v, spec="8.3f"):
@@ -348,6 +383,12 @@ def print_times(rows, title, peak=None):
 
 def busy_processes(n):
     return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+
+
+def stop_busy(procs):
+    for p in procs:
+        p.kill()
+        p.wait()
 
 
 def last_cpu(pid):
@@ -434,8 +475,21 @@ def main():
     peak = r.peak()
     print(f"== fp32 FMA peak on {a.threads} threads: {fmt(peak, '.1f')} GFLOP/s (paddlec_bench peak); the MLP "
           f"rows add each tool's products per second as a share of it", flush=True)
-    quiet = r.cases()
+    quiet, busy, slowdowns = r.cases()
     print_times(quiet, "no added load (quiet only on a quiet machine: check with uptime)", peak)
+    if busy:
+        print_times(busy, f"beside {a.busy} busy processes, each case right after its quiet run")
+        print(f"== slowdown with {a.busy} busy processes (median of the rounds' own busy / quiet times, "
+              f"[lowest-highest]; paddlec vs paddle is under load; shared: how much of paddlec's busy runs "
+              f"two busy processes spent on one CPU)")
+        cases = [(k, n, b) for k, rows in (("infer", INFERENCE), ("train", TRAINING)) for n, b in rows]
+        for (table, name, cells), (_, _, b, _), case in zip(slowdowns, busy, cases):
+            text = "  ".join(f"{tool} {cells[tool][0]:5.2f}x [{cells[tool][1]:.2f}-{cells[tool][2]:.2f}]"
+                             if tool in cells else f"{tool}   n/a" for tool in b)
+            extra = f"  busy: paddle / paddlec {ratio(b['paddle'], b['paddlec'])}" if table == "training" else ""
+            samples = r.shared.get(case, [])
+            shared = f"  shared {100 * sum(samples) / len(samples):3.0f}%" if samples else ""
+            print(f"{table:<9} {name:<10} {text}{extra}{shared}")
     if "memory" not in a.skip:
         ours, theirs = r.paddlec("memory", "lenet", 256), r.peer("torch", "memory", "lenet", 256)
         print("== memory: LeNet training at batch 256, peak RSS above the idle process")
@@ -443,27 +497,6 @@ def main():
               f"paddlec / torch {ours / theirs if ours and theirs else float('nan'):.2f}")
     if "epochs" not in a.skip:
         epochs(a)
-    if a.busy > 0:
-        procs = r.busy = busy_processes(a.busy)
-        try:
-            busy = r.cases()
-        finally:
-            r.busy = []
-            for p in procs:
-                p.kill()
-                p.wait()
-        print_times(busy, f"beside {a.busy} busy processes")
-        print(f"== slowdown with {a.busy} busy processes (busy / quiet time; paddlec vs paddle is under load; "
-              f"shared: how much of paddlec's busy runs two busy processes spent on one CPU)")
-        cases = [(k, n, b) for k, rows in (("infer", INFERENCE), ("train", TRAINING)) for n, b in rows]
-        for (table, name, q, _), (_, _, b, _), case in zip(quiet, busy, cases):
-            cells = "  ".join(f"{tool} {fmt(b[tool] / q[tool] if b[tool] and q[tool] else None, '5.2f')}x"
-                              for tool in q)
-            extra = f"  busy: paddle / paddlec {ratio(b['paddle'], b['paddlec'])}" if table == "training" else ""
-            samples = r.shared.get(case, [])
-            shared = f"  shared {100 * sum(samples) / len(samples):3.0f}%" if samples else ""
-            print(f"{table:<9} {name:<10} {cells}{extra}{shared}")
-
 
 if __name__ == "__main__":
     main()
