@@ -498,5 +498,6 @@ def main():
     if "epochs" not in a.skip:
         epochs(a)
 
+
 if __name__ == "__main__":
     main()
